@@ -1,0 +1,37 @@
+"""``wepush serve``: load the configuration, print it masked, start the Service on uvicorn."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from wepush.server.composition._service import build_service_app, prepare_data_dir
+from wepush.server.config import ConfigError, load_config, render_effective_config
+
+
+def serve(*, config_file: Path | None, host: str | None, port: int | None, data_dir: Path | None) -> int:
+    try:
+        config = load_config(config_file, host=host, port=port, data_dir=data_dir)
+    except ConfigError as exc:
+        sys.stderr.write(f"wepush serve: configuration error: {exc}\n")
+        return 2
+    logging.basicConfig(level=config.logging.level, stream=sys.stderr)
+    prepare_data_dir(config)
+    sys.stderr.write("wepush serve: effective configuration\n" + render_effective_config(config))
+    app = build_service_app(config)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=config.server.bind_address,
+            port=config.server.port,
+            log_level=config.logging.level.lower(),
+            proxy_headers=False,
+            server_header=False,
+            lifespan="on",
+        )
+    )
+    server.run()
+    return 0

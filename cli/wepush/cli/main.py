@@ -1,0 +1,80 @@
+"""Entry point of the ``wepush`` console script.
+
+Each sub-command composes the processes described in ARCHITECTURE.md; the heavy imports happen inside the
+command so ``wepush version`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from wepush.cli._version import product_version
+
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from wepush.cli._serve import serve
+
+    return serve(config_file=args.config, host=args.host, port=args.port, data_dir=args.data_dir)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from wepush.cli._migrate import migrate
+
+    return migrate(config_file=args.config, data_dir=args.data_dir)
+
+
+def _agent(_args: argparse.Namespace) -> int:
+    sys.stderr.write(
+        "wepush agent: the remote agent (enrollment, gRPC Connect stream, lease supervisor) has not landed "
+        "yet; the standalone Service runs an embedded agent instead. See the project issues.\n"
+    )
+    return EXIT_UNAVAILABLE
+
+
+def _version(_args: argparse.Namespace) -> int:
+    sys.stdout.write(f"wepush-next {product_version()}\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wepush", description="WePush Next: self-hosted bulk message sending."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the Service (standalone by default)")
+    serve.add_argument("--config", type=Path, help="YAML configuration file")
+    serve.add_argument("--host", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default 18990)")
+    serve.add_argument("--data-dir", type=Path, help="data directory (default $WEPUSH_DATA_DIR)")
+    serve.set_defaults(handler=_serve)
+
+    migrate = commands.add_parser("migrate", help="upgrade the database schema (the single migration job)")
+    migrate.add_argument("--config", type=Path, help="YAML configuration file")
+    migrate.add_argument("--data-dir", type=Path, help="data directory (default $WEPUSH_DATA_DIR)")
+    migrate.set_defaults(handler=_migrate)
+
+    agent = commands.add_parser("agent", help="run a remote agent")
+    agent.add_argument("--config", type=Path, help="agent configuration file")
+    agent.set_defaults(handler=_agent)
+
+    version = commands.add_parser("version", help="print the version")
+    version.set_defaults(handler=_version)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

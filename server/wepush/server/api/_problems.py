@@ -1,0 +1,151 @@
+"""Every error leaves the Service as ``application/problem+json`` with a stable ``code``.
+
+Connexion raises its own problems for validation and authentication failures; they are translated here
+so clients always see the seed's codes (VALIDATION_FAILED, AUTHENTICATION_REQUIRED, ...) and never a
+stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from connexion.exceptions import ProblemException
+from connexion.lifecycle import ConnexionRequest, ConnexionResponse
+from starlette.exceptions import HTTPException
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+_TYPE_BASE = "https://wepush.dev/problems/"
+_log = logging.getLogger("wepush.server.api")
+
+#: The title and status of each stable code.
+CODES: Mapping[str, tuple[int, str]] = {
+    "VALIDATION_FAILED": (400, "Request validation failed"),
+    "CURSOR_INVALID": (400, "Invalid pagination cursor"),
+    "AUTHENTICATION_REQUIRED": (401, "Authentication required"),
+    "ACCESS_DENIED": (403, "Access denied"),
+    "RESOURCE_NOT_FOUND": (404, "Resource not found"),
+    "VERSION_CONFLICT": (409, "Version conflict"),
+    "IDEMPOTENCY_CONFLICT": (409, "Idempotency key reused with a different request"),
+    "RUN_STATE_CONFLICT": (409, "Run state conflict"),
+    "RESOURCE_IN_USE": (409, "Resource in use"),
+    "LEASE_EXPIRED": (409, "Lease expired"),
+    "ARTIFACT_NOT_READY": (409, "Artifact not ready"),
+    "CONFIRMATION_REQUIRED": (400, "Confirmation required"),
+    "IMPORT_STATE_CONFLICT": (409, "Import state conflict"),
+    "CONFIRMATION_INVALID": (409, "Confirmation invalid"),
+    "CURSOR_EXPIRED": (410, "Event cursor expired"),
+    "PAYLOAD_TOO_LARGE": (413, "Payload too large"),
+    "IMPORT_LIMIT_EXCEEDED": (422, "Import limit exceeded"),
+    "PROVIDER_CONFIG_INVALID": (422, "Provider configuration invalid"),
+    "RATE_LIMITED": (429, "Too many requests"),
+    "INTERNAL_ERROR": (500, "Internal error"),
+    "NOT_IMPLEMENTED": (501, "Not implemented"),
+    "PROVIDER_NOT_AVAILABLE": (503, "Provider not available"),
+    "AGENT_NOT_AVAILABLE": (503, "Agent not available"),
+}
+
+_STATUS_CODES: Mapping[int, str] = {
+    400: "VALIDATION_FAILED",
+    401: "AUTHENTICATION_REQUIRED",
+    403: "ACCESS_DENIED",
+    404: "RESOURCE_NOT_FOUND",
+    405: "VALIDATION_FAILED",
+    406: "VALIDATION_FAILED",
+    409: "VERSION_CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "VALIDATION_FAILED",
+    429: "RATE_LIMITED",
+    501: "NOT_IMPLEMENTED",
+    503: "AGENT_NOT_AVAILABLE",
+}
+
+
+def problem_body(
+    code: str,
+    detail: str,
+    *,
+    status: int | None = None,
+    trace_id: str | None = None,
+    errors: Sequence[Mapping[str, str]] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    default_status, title = CODES.get(code, (500, "Error"))
+    body: dict[str, Any] = {
+        "type": _TYPE_BASE + code.lower().replace("_", "-"),
+        "title": title,
+        "status": status or default_status,
+        "code": code,
+        "detail": detail,
+        "errors": [dict(e) for e in errors],
+    }
+    if trace_id:
+        body["traceId"] = trace_id
+    if extra:
+        body.update(extra)
+    return body
+
+
+def problem_response(
+    code: str,
+    detail: str,
+    *,
+    status: int | None = None,
+    trace_id: str | None = None,
+    errors: Sequence[Mapping[str, str]] = (),
+    extra: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> ConnexionResponse:
+    body = problem_body(code, detail, status=status, trace_id=trace_id, errors=errors, extra=extra)
+    return ConnexionResponse(
+        status_code=body["status"],
+        mimetype=PROBLEM_MEDIA_TYPE,
+        content_type=PROBLEM_MEDIA_TYPE,
+        body=json.dumps(body).encode(),
+        headers=dict(headers or {}),
+    )
+
+
+def _trace_id(request: ConnexionRequest) -> str | None:
+    value = request.headers.get("x-trace-id")
+    return value if value and len(value) <= 128 and value.isprintable() else None
+
+
+def _field_errors(detail: str) -> list[dict[str, str]]:
+    """Connexion reports one message per failure; name the field it is about when we can tell."""
+    field = ""
+    if "'" in detail:
+        field = detail.split("'")[1]
+    return [{"field": field, "code": "INVALID", "message": detail}] if detail else []
+
+
+async def handle_connexion_problem(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    assert isinstance(exc, ProblemException)
+    code = _STATUS_CODES.get(exc.status, "INTERNAL_ERROR" if exc.status >= 500 else "VALIDATION_FAILED")
+    detail = str(exc.detail or exc.title or "")
+    errors = _field_errors(detail) if code == "VALIDATION_FAILED" else []
+    if code == "AUTHENTICATION_REQUIRED":
+        # Never echo what was (or was not) presented as a credential.
+        detail = "A valid credential is required for this operation."
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return problem_response(
+        code, detail, status=exc.status, trace_id=_trace_id(request), errors=errors, headers=headers
+    )
+
+
+async def handle_http_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    assert isinstance(exc, HTTPException)
+    code = _STATUS_CODES.get(
+        exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "VALIDATION_FAILED"
+    )
+    return problem_response(code, str(exc.detail), status=exc.status_code, trace_id=_trace_id(request))
+
+
+async def handle_unexpected(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    # The exception goes to the (redacting) log, never to the client.
+    _log.error("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response(
+        "INTERNAL_ERROR", "The Service could not complete the request.", trace_id=_trace_id(request)
+    )

@@ -1,0 +1,33 @@
+"""Bare ASGI middlewares for HTTP hardening: body limits, security headers, trace ids, CORS options."""
+
+from __future__ import annotations
+
+from wepush.server.api.middleware._body_limit import (
+    DEFAULT_MAX_BODY_BYTES,
+    BodyLimitOverride,
+    BodySizeLimitMiddleware,
+)
+from wepush.server.api.middleware._cors import CorsOptions, cors_middleware_options
+from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_body, send_problem
+from wepush.server.api.middleware._security_headers import (
+    DEFAULT_CONTENT_SECURITY_POLICY,
+    DOCS_CONTENT_SECURITY_POLICY,
+    SecurityHeadersMiddleware,
+)
+from wepush.server.api.middleware._trace import TRACE_ID_HEADER, TraceIdMiddleware
+
+__all__ = [
+    "DEFAULT_CONTENT_SECURITY_POLICY",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DOCS_CONTENT_SECURITY_POLICY",
+    "PROBLEM_CONTENT_TYPE",
+    "TRACE_ID_HEADER",
+    "BodyLimitOverride",
+    "BodySizeLimitMiddleware",
+    "CorsOptions",
+    "SecurityHeadersMiddleware",
+    "TraceIdMiddleware",
+    "cors_middleware_options",
+    "problem_body",
+    "send_problem",
+]

@@ -1,0 +1,38 @@
+"""Connexion security handlers for the three schemes: user API token, agent credential, enrollment token.
+
+They only establish *who* is calling (401 otherwise); the application layer decides what that caller may
+do. There is no bypass for localhost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connexion.lifecycle import ConnexionRequest
+
+from wepush.server.api._context import SCOPE_KEY
+from wepush.server.application._services import ApplicationServices
+from wepush.server.application.auth import Principal
+
+PRINCIPAL_KEY = "principal"
+
+
+def _services(request: ConnexionRequest) -> ApplicationServices:
+    services: ApplicationServices = request.scope[SCOPE_KEY]
+    return services
+
+
+def _token_info(principal: Principal | None) -> dict[str, Any] | None:
+    return None if principal is None else {"sub": principal.id, PRINCIPAL_KEY: principal}
+
+
+async def api_token_info(token: str, request: ConnexionRequest) -> dict[str, Any] | None:
+    return _token_info(await _services(request).auth.authenticate_api_token(token))
+
+
+async def agent_credential_info(api_key: str, request: ConnexionRequest) -> dict[str, Any] | None:
+    return _token_info(await _services(request).auth.authenticate_agent(api_key))
+
+
+async def enrollment_token_info(api_key: str, request: ConnexionRequest) -> dict[str, Any] | None:
+    return _token_info(await _services(request).auth.authenticate_enrollment(api_key))

@@ -1,0 +1,93 @@
+"""Assemble the ASGI application: the contract, its handlers, error translation and the outer middlewares."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from importlib import resources
+from typing import Any
+
+from connexion import AsyncApp
+from connexion.exceptions import ProblemException
+from connexion.options import SwaggerUIOptions
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from wepush.server.api._context import SCOPE_KEY
+from wepush.server.api._problems import handle_connexion_problem, handle_http_exception, handle_unexpected
+from wepush.server.application._services import ApplicationServices
+from wepush.server.composition._resolver import HandlerResolver, unimplemented_operations
+
+API_DOCS_PATH = "/api/v1/ui"
+OPENAPI_PATH = "/api/v1/openapi.json"
+
+
+def load_openapi() -> dict[str, Any]:
+    """The bundled contract produced by ``make generate`` (a dict, so Connexion does no templating)."""
+    text = resources.files("wepush.generated.resources").joinpath("openapi.json").read_text(encoding="utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+class ServicesMiddleware:
+    """Expose the application services to handlers through the ASGI scope."""
+
+    def __init__(self, app: ASGIApp, services: ApplicationServices) -> None:
+        self._app = app
+        self._services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope[SCOPE_KEY] = self._services
+        await self._app(scope, receive, send)
+
+
+Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
+
+
+@asynccontextmanager
+async def _no_lifespan(_app: Any) -> AsyncIterator[None]:
+    yield
+
+
+class ServiceApp:
+    """The Service's ASGI entry point, keeping a handle on the Connexion app and its resolver."""
+
+    def __init__(self, asgi: ASGIApp, connexion_app: AsyncApp, spec: dict[str, Any]) -> None:
+        self._asgi = asgi
+        self.connexion_app = connexion_app
+        self.spec = spec
+
+    @property
+    def unimplemented_operations(self) -> list[str]:
+        return unimplemented_operations(self.spec)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._asgi(scope, receive, send)
+
+
+def create_app(
+    services: ApplicationServices,
+    *,
+    lifespan: Lifespan | None = None,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+) -> ServiceApp:
+    """Build the Service app. ``wrap`` adds outer middlewares (security headers, limits, CORS)."""
+    spec = load_openapi()
+    app = AsyncApp(__name__, lifespan=lifespan or _no_lifespan)
+    app.add_api(
+        spec,
+        resolver=HandlerResolver(),
+        strict_validation=True,
+        validate_responses=True,
+        pythonic_params=True,
+        swagger_ui_options=SwaggerUIOptions(spec_path=OPENAPI_PATH, swagger_ui_path=API_DOCS_PATH),
+    )
+    app.add_error_handler(ProblemException, handle_connexion_problem)
+    app.add_error_handler(HTTPException, handle_http_exception)
+    app.add_error_handler(Exception, handle_unexpected)
+    asgi: ASGIApp = ServicesMiddleware(app, services)
+    if wrap is not None:
+        asgi = wrap(asgi)
+    return ServiceApp(asgi, app, spec)

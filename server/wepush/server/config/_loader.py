@@ -1,0 +1,243 @@
+"""Load the configuration: built-in defaults < YAML file < ``WEPUSH_*`` environment < command-line flags.
+
+Unknown keys are an error wherever they come from (a typo must never be silently ignored): the file is
+validated against ``contracts/jsonschema/config.schema.json`` and environment variables are mapped onto the
+known key tree, so ``WEPUSH_SERVER_PROT`` fails instead of doing nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from wepush.server.config._durations import parse_duration
+from wepush.server.config._model import ServiceConfig, build_config
+
+#: Environment variables that are not configuration keys but are understood by the Service.
+RESERVED_ENV = frozenset({"WEPUSH_DATA_DIR", "WEPUSH_CONFIG_DIR", "WEPUSH_CONFIG", "WEPUSH_MASTER_KEY"})
+
+_DEFAULTS: dict[str, Any] = {
+    "wepush": {
+        "mode": "standalone",
+        "data-dir": None,
+        "server": {
+            "bind-address": "127.0.0.1",
+            "port": 18990,
+            "grpc-port": 18991,
+            "public-base-url": None,
+            "max-body-bytes": 10 * 1024 * 1024,
+            "max-upload-bytes": 1024 * 1024 * 1024,
+            "cors-allowed-origins": [],
+        },
+        "database": {"type": "sqlite", "url": "", "pool-size": 5, "echo": False},
+        "artifacts": {
+            "type": "local",
+            "directory": "${WEPUSH_DATA_DIR}/artifacts",
+            "s3": {
+                "endpoint-url": None,
+                "bucket": None,
+                "region": None,
+                "access-key-id": None,
+                "secret-access-key": None,
+                "presign-ttl": "PT15M",
+            },
+        },
+        "secrets": {
+            "type": "local-envelope",
+            "master-key-file": "${WEPUSH_CONFIG_DIR}/master.key",
+            "master-key-env": None,
+        },
+        "agent": {"embedded": {"enabled": True, "max-runs": 2, "max-concurrency": 200}},
+        "security": {
+            "remote-access": False,
+            "bootstrap-token-file": "${WEPUSH_DATA_DIR}/bootstrap-admin.token",
+        },
+        "events": {"progress-interval": "PT1S", "batch-size": 100, "sse-heartbeat": "PT15S"},
+        "logging": {"level": "INFO", "format": "json"},
+        "plugins": {"directory": "${WEPUSH_DATA_DIR}/plugins", "trusted-keys": [], "developer-mode": False},
+        "imports": {
+            "max-bytes": 512 * 1024 * 1024,
+            "max-rows": 5_000_000,
+            "max-columns": 200,
+            "max-field-length": 4096,
+        },
+    }
+}
+
+_LIST_KEYS = frozenset({"cors-allowed-origins", "trusted-keys"})
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the key and the source."""
+
+
+def default_document() -> dict[str, Any]:
+    return copy.deepcopy(_DEFAULTS)
+
+
+def _schema_registry() -> Registry[Any]:
+    """All contract schemas by their ``$id``, so cross-file references resolve offline."""
+    registry: Registry[Any] = Registry()
+    directory = resources.files("wepush.generated.resources").joinpath("jsonschema")
+    for entry in directory.iterdir():
+        if entry.name.endswith(".schema.json"):
+            resource = Resource.from_contents(json.loads(entry.read_text(encoding="utf-8")))
+            registry = registry.with_resource(resource.id() or entry.name, resource)
+    return registry
+
+
+def _config_validator() -> Draft202012Validator:
+    registry = _schema_registry()
+    schema = registry.contents("https://wepush.dev/schemas/config.schema.json")
+    return Draft202012Validator(schema, registry=registry)
+
+
+def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def _validate(document: Any, source: str) -> None:
+    validator = _config_validator()
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(part) for part in first.absolute_path) or "(root)"
+        raise ConfigError(f"{source}: {where}: {first.message}")
+
+
+def _env_path(name: str, tree: dict[str, Any]) -> list[str]:
+    """Map WEPUSH_AGENT_EMBEDDED_MAX_RUNS onto ['agent', 'embedded', 'max-runs'] using the known keys."""
+    tokens = name.removeprefix("WEPUSH_").lower().split("_")
+    node: Any = tree["wepush"]
+    path: list[str] = []
+    index = 0
+    while index < len(tokens):
+        if not isinstance(node, dict):
+            raise ConfigError(f"environment variable {name} does not name a configuration key")
+        for end in range(len(tokens), index, -1):
+            key = "-".join(tokens[index:end])
+            if key in node:
+                path.append(key)
+                node = node[key]
+                index = end
+                break
+        else:
+            raise ConfigError(f"environment variable {name} does not name a configuration key")
+    if isinstance(node, dict):
+        raise ConfigError(f"environment variable {name} names a section, not a key")
+    return path
+
+
+def _env_value(key: str, raw: str) -> Any:
+    if key in _LIST_KEYS:
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    value = yaml.safe_load(raw) if raw.strip() else ""
+    return value if isinstance(value, bool | int | float) else raw
+
+
+def _apply_env(document: dict[str, Any], environ: Mapping[str, str], master_key_env: str) -> None:
+    for name in sorted(environ):
+        if not name.startswith("WEPUSH_") or name in RESERVED_ENV or name == master_key_env:
+            continue
+        path = _env_path(name, _DEFAULTS)
+        node = document["wepush"]
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = _env_value(path[-1], environ[name])
+
+
+def _expand(node: Any, variables: Mapping[str, str]) -> Any:
+    if isinstance(node, dict):
+        return {key: _expand(value, variables) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_expand(value, variables) for value in node]
+    if isinstance(node, str):
+        for name, value in variables.items():
+            node = node.replace("${" + name + "}", value)
+    return node
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            loaded = yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"configuration file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: the document must be a mapping with a top-level 'wepush' key")
+    return loaded
+
+
+def _check_durations(document: dict[str, Any]) -> None:
+    events = document["wepush"]["events"]
+    for key in ("progress-interval", "sse-heartbeat"):
+        try:
+            parse_duration(events[key])
+        except ValueError as exc:
+            raise ConfigError(f"wepush.events.{key}: {exc}") from None
+    interval = parse_duration(events["progress-interval"]).total_seconds()
+    if not 0.5 <= interval <= 1.0:
+        raise ConfigError("wepush.events.progress-interval: must be between PT0.5S and PT1S")
+
+
+def load_config(
+    config_file: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    data_dir: Path | None = None,
+) -> ServiceConfig:
+    """Build the effective configuration. Raises ConfigError naming the offending key."""
+    env = dict(os.environ if environ is None else environ)
+    resolved_data = data_dir or Path(env.get("WEPUSH_DATA_DIR") or Path.home() / ".local/share/wepush-next")
+    resolved_data = resolved_data.expanduser().absolute()
+    config_dir = (
+        Path(env.get("WEPUSH_CONFIG_DIR") or Path.home() / ".config/wepush-next").expanduser().absolute()
+    )
+
+    file_path = config_file or (Path(env["WEPUSH_CONFIG"]) if env.get("WEPUSH_CONFIG") else None)
+    if file_path is None and (config_dir / "wepush.yaml").is_file():
+        file_path = config_dir / "wepush.yaml"
+
+    document = default_document()
+    if file_path is not None:
+        from_file = _read_file(file_path)
+        _validate(_merge(default_document(), from_file), str(file_path))
+        _merge(document, from_file)
+    master_key_env = str(document["wepush"]["secrets"].get("master-key-env") or "WEPUSH_MASTER_KEY")
+    _apply_env(document, env, master_key_env)
+    if host is not None:
+        document["wepush"]["server"]["bind-address"] = host
+    if port is not None:
+        document["wepush"]["server"]["port"] = port
+    file_data_dir = document["wepush"].get("data-dir")
+    if data_dir is None and not env.get("WEPUSH_DATA_DIR") and file_data_dir:
+        resolved_data = Path(file_data_dir).expanduser().absolute()
+    document["wepush"]["data-dir"] = str(resolved_data)
+    document = _expand(
+        document, {"WEPUSH_DATA_DIR": str(resolved_data), "WEPUSH_CONFIG_DIR": str(config_dir)}
+    )
+    _validate(document, "effective configuration")
+    _check_durations(document)
+    if document["wepush"]["mode"] == "server" and not document["wepush"]["database"]["url"]:
+        raise ConfigError("wepush.database.url: server mode needs a PostgreSQL URL")
+    return build_config(document, resolved_data, config_dir)

@@ -1,0 +1,118 @@
+"""LocalEnvelopeSecretStore: the default SecretStore (AES-256-GCM envelope under a local master key ring)."""
+
+from __future__ import annotations
+
+import secrets
+import struct
+from typing import Final
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from wepush.server.domain.secrets import (
+    SECRET_ALGORITHM,
+    SealedSecret,
+    SecretDecryptionError,
+)
+from wepush.server.infra.secrets._keyring import MasterKeyRing, open_aes_gcm
+
+__all__ = ["LocalEnvelopeSecretStore", "secret_aad"]
+
+_DEK_BYTES: Final = 32
+_NONCE_BYTES: Final = 12
+_AAD_PREFIX: Final = b"wepush/secret/v1"
+
+
+def secret_aad(workspace_id: str, secret_id: str, secret_type: str, record_version: int) -> bytes:
+    """Canonical associated data for one secret record version.
+
+    Each field is length-prefixed, so no two different identities encode to the same bytes
+    (``("ab", "c")`` and ``("a", "bc")`` differ), which is what makes the binding sound.
+    """
+    if isinstance(record_version, bool) or not isinstance(record_version, int) or record_version < 0:
+        raise ValueError("record_version must be a non-negative integer")
+    parts = [_AAD_PREFIX]
+    for field in (workspace_id, secret_id, secret_type, str(record_version)):
+        encoded = field.encode("utf-8")
+        parts.append(struct.pack(">I", len(encoded)))
+        parts.append(encoded)
+    return b"".join(parts)
+
+
+class LocalEnvelopeSecretStore:
+    """Seals each secret with its own random 256-bit DEK; the DEK is wrapped by the master key ring.
+
+    The database row keeps ciphertext, nonce, wrapped DEK, DEK nonce, algorithm and key version; the
+    master keys stay in the ring, loaded from a file or the environment.
+    """
+
+    __slots__ = ("_ring",)
+
+    def __init__(self, ring: MasterKeyRing) -> None:
+        self._ring = ring
+
+    def __repr__(self) -> str:
+        return f"LocalEnvelopeSecretStore({self._ring!r})"
+
+    @property
+    def key_ring(self) -> MasterKeyRing:
+        return self._ring
+
+    def encrypt(
+        self,
+        workspace_id: str,
+        secret_id: str,
+        secret_type: str,
+        record_version: int,
+        plaintext: bytes | bytearray,
+    ) -> SealedSecret:
+        aad = secret_aad(workspace_id, secret_id, secret_type, record_version)
+        dek = bytearray(secrets.token_bytes(_DEK_BYTES))
+        try:
+            nonce = secrets.token_bytes(_NONCE_BYTES)
+            ciphertext = AESGCM(dek).encrypt(nonce, plaintext, aad)
+            key_version, dek_nonce, encrypted_dek = self._ring.wrap_dek(dek)
+        finally:
+            dek[:] = bytes(_DEK_BYTES)
+        return SealedSecret(
+            ciphertext=ciphertext,
+            nonce=nonce,
+            encrypted_dek=encrypted_dek,
+            dek_nonce=dek_nonce,
+            algorithm=SECRET_ALGORITHM,
+            key_version=key_version,
+        )
+
+    def decrypt(
+        self,
+        sealed: SealedSecret,
+        workspace_id: str,
+        secret_id: str,
+        secret_type: str,
+        record_version: int,
+    ) -> bytearray:
+        if sealed.algorithm != SECRET_ALGORITHM:
+            raise SecretDecryptionError()
+        aad = secret_aad(workspace_id, secret_id, secret_type, record_version)
+        dek = self._ring.unwrap_dek(sealed.key_version, sealed.dek_nonce, sealed.encrypted_dek)
+        try:
+            return open_aes_gcm(dek, sealed.nonce, sealed.ciphertext, aad)
+        finally:
+            dek[:] = bytes(len(dek))
+
+    def rewrap(self, sealed: SealedSecret) -> SealedSecret:
+        """Re-wrap only the DEK under the active key version; the ciphertext is untouched."""
+        if sealed.algorithm != SECRET_ALGORITHM:
+            raise SecretDecryptionError()
+        dek = self._ring.unwrap_dek(sealed.key_version, sealed.dek_nonce, sealed.encrypted_dek)
+        try:
+            key_version, dek_nonce, encrypted_dek = self._ring.wrap_dek(dek)
+        finally:
+            dek[:] = bytes(len(dek))
+        return SealedSecret(
+            ciphertext=sealed.ciphertext,
+            nonce=sealed.nonce,
+            encrypted_dek=encrypted_dek,
+            dek_nonce=dek_nonce,
+            algorithm=sealed.algorithm,
+            key_version=key_version,
+        )

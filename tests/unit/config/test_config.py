@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from wepush.server.config import ConfigError, load_config, render_effective_config
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_standalone_defaults_follow_the_seed(tmp_path: Path) -> None:
+    config = load_config(environ={"WEPUSH_CONFIG_DIR": str(tmp_path / "cfg")}, data_dir=tmp_path / "data")
+    assert config.mode == "standalone"
+    assert config.server.bind_address == "127.0.0.1"
+    assert config.server.port == 18990
+    assert config.database.type == "sqlite"
+    assert config.database.url.endswith(str(tmp_path / "data" / "wepush-next.db"))
+    assert config.artifacts.directory == tmp_path / "data" / "artifacts"
+    assert config.secrets.master_key_file == tmp_path / "cfg" / "master.key"
+    assert config.agent.max_runs == 2
+    assert config.agent.max_concurrency == 200
+    assert config.events.progress_interval == timedelta(seconds=1)
+    assert config.events.sse_heartbeat == timedelta(seconds=15)
+
+
+def test_file_is_overridden_by_environment_which_is_overridden_by_flags(tmp_path: Path) -> None:
+    file = _write(
+        tmp_path / "wepush.yaml",
+        "wepush:\n  server:\n    port: 19000\n    bind-address: 127.0.0.2\n  agent:\n    embedded:\n      max-runs: 4\n",
+    )
+    env = {
+        "WEPUSH_SERVER_PORT": "19001",
+        "WEPUSH_AGENT_EMBEDDED_MAX_RUNS": "6",
+        "WEPUSH_DATA_DIR": str(tmp_path),
+    }
+    config = load_config(file, environ=env)
+    assert config.server.port == 19001
+    assert config.server.bind_address == "127.0.0.2"
+    assert config.agent.max_runs == 6
+    flagged = load_config(file, environ=env, port=19002, host="127.0.0.3")
+    assert flagged.server.port == 19002
+    assert flagged.server.bind_address == "127.0.0.3"
+
+
+def test_data_dir_comes_from_the_environment_and_expands_in_paths(tmp_path: Path) -> None:
+    env = {"WEPUSH_DATA_DIR": str(tmp_path / "d"), "WEPUSH_CONFIG_DIR": str(tmp_path / "c")}
+    config = load_config(environ=env)
+    assert config.data_dir == tmp_path / "d"
+    assert config.plugins.directory == tmp_path / "d" / "plugins"
+    assert config.security.bootstrap_token_file == tmp_path / "d" / "bootstrap-admin.token"
+
+
+def test_config_file_in_config_dir_is_found(tmp_path: Path) -> None:
+    _write(tmp_path / "wepush.yaml", "wepush:\n  server:\n    port: 18001\n")
+    config = load_config(environ={"WEPUSH_CONFIG_DIR": str(tmp_path), "WEPUSH_DATA_DIR": str(tmp_path)})
+    assert config.server.port == 18001
+
+
+def test_unknown_key_in_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    file = _write(tmp_path / "wepush.yaml", "wepush:\n  server:\n    prot: 1\n")
+    with pytest.raises(ConfigError, match="prot"):
+        load_config(file, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
+
+
+def test_unknown_environment_variable_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="WEPUSH_SERVER_PROT"):
+        load_config(environ={"WEPUSH_SERVER_PROT": "1", "WEPUSH_DATA_DIR": str(tmp_path)})
+
+
+def test_wrong_type_is_an_error_naming_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="port"):
+        load_config(environ={"WEPUSH_SERVER_PORT": "not-a-number", "WEPUSH_DATA_DIR": str(tmp_path)})
+
+
+def test_progress_interval_outside_the_seed_window_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="progress-interval"):
+        load_config(environ={"WEPUSH_EVENTS_PROGRESS_INTERVAL": "PT5S", "WEPUSH_DATA_DIR": str(tmp_path)})
+
+
+def test_server_mode_needs_a_database_url(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"database\.url"):
+        load_config(environ={"WEPUSH_MODE": "server", "WEPUSH_DATA_DIR": str(tmp_path)})
+
+
+def test_effective_config_masks_secrets(tmp_path: Path) -> None:
+    file = _write(
+        tmp_path / "server.yaml",
+        "wepush:\n  mode: server\n  database:\n    type: postgresql\n"
+        "    url: postgresql+asyncpg://wepush:hunter2-db-password@db.example.com:5432/wepush\n"
+        "  artifacts:\n    type: s3\n    s3:\n      bucket: artifacts\n"
+        "      secret-access-key: s3-secret-value-123\n",
+    )
+    config = load_config(file, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
+    rendered = render_effective_config(config)
+    assert "hunter2-db-password" not in rendered
+    assert "s3-secret-value-123" not in rendered
+    assert "******" in rendered
+    assert "db.example.com" in rendered
+    assert "s3-secret-value-123" not in repr(config.artifacts)

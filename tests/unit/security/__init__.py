@@ -1,0 +1,1 @@
+"""Security building blocks: secret store, tokens, cursors, idempotency, redaction, HTTP hardening."""
