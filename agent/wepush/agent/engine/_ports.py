@@ -1,0 +1,118 @@
+"""Runtime ports the engine drives. Each docstring is the contract an adapter must honour."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from ._events import RunEvent
+from ._recipients import RecipientRecord
+from ._results import ArtifactRef, ItemResult
+from ._secrets import SecretResolver
+
+__all__ = [
+    "ArtifactSink",
+    "ExecutionClock",
+    "ExecutionPorts",
+    "RecipientSource",
+    "ResultSink",
+    "RunEventSink",
+    "SystemClock",
+]
+
+
+class RecipientSource(Protocol):
+    """Streams an audience snapshot in ``sequence`` order.
+
+    ``open`` fails if the snapshot cannot be read. ``next_batch`` returns at most ``max_items`` records
+    and an empty sequence at the end. The engine never asks for the next batch while too much is
+    outstanding, so a source need not buffer more than one batch.
+    """
+
+    async def open(self) -> None: ...
+
+    async def next_batch(self, max_items: int) -> Sequence[RecipientRecord]: ...
+
+    async def close(self) -> None: ...
+
+
+class ResultSink(Protocol):
+    """Durable item results.
+
+    ``open`` proves the sink is writable. ``append`` must be idempotent per (itemId, attempt): the engine
+    re-appends a batch after a failure, so a repeat must not create duplicates. ``flush`` makes appended
+    results durable.
+    """
+
+    async def open(self) -> None: ...
+
+    async def append(self, batch: Sequence[ItemResult]) -> None: ...
+
+    async def flush(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class ArtifactSink(Protocol):
+    """User-facing result files (e.g. success/failed/unknown/unsent JSON Lines), routed by item state.
+
+    ``write`` is called once per final item result, in completion order, and must keep memory constant.
+    ``close`` finishes the files and returns what was produced.
+    """
+
+    async def open(self) -> None: ...
+
+    async def write(self, item_result: ItemResult) -> None: ...
+
+    async def close(self) -> tuple[ArtifactRef, ...]: ...
+
+
+class RunEventSink(Protocol):
+    """Run events in ``sequence`` order. ``publish`` may be retried with the same events after a failure."""
+
+    async def publish(self, events: Sequence[RunEvent]) -> None: ...
+
+    async def flush(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class ExecutionClock(Protocol):
+    """All engine timing goes through the clock so tests can drive time without real sleeps."""
+
+    def now(self) -> datetime:
+        """Current UTC time (timezone-aware)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a monotonic scale, for intervals and deadlines."""
+        ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPorts:
+    recipient_source: RecipientSource
+    secret_resolver: SecretResolver
+    result_sink: ResultSink
+    artifact_sink: ArtifactSink
+    event_sink: RunEventSink
+    clock: ExecutionClock

@@ -1,0 +1,51 @@
+"""Small value helpers shared by every aggregate: ids, time, canonical JSON, hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeAlias
+
+import uuid_utils
+
+JsonObject: TypeAlias = dict[str, Any]
+"""A JSON object as stored in a ``*_json`` column (already validated by the caller)."""
+
+Clock: TypeAlias = Callable[[], datetime]
+"""Returns the current instant, timezone-aware UTC."""
+
+
+def new_id() -> str:
+    """A new opaque resource id: a UUIDv7 string, so ids sort by creation time."""
+    return str(uuid_utils.uuid7())
+
+
+def utc_now() -> datetime:
+    """The system clock in UTC; tests pass their own :data:`Clock` instead."""
+    return datetime.now(UTC)
+
+
+def canonical_json(value: object) -> str:
+    """The one canonical JSON text form: sorted keys, compact separators, UTF-8 kept readable.
+
+    Content hashes, checksums and the SQLite JSON columns all use this form, so equal documents
+    always produce equal bytes on every database.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def sha256_hex(text: str | bytes) -> str:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def content_hash(document: object) -> str:
+    """SHA-256 of the canonical JSON form of ``document``."""
+    return sha256_hex(canonical_json(document))
+
+
+def hash_token(token: str) -> str:
+    """The irreversible form in which bearer tokens (API, enrollment, fencing) are stored."""
+    return sha256_hex(token)

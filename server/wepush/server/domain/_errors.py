@@ -1,0 +1,115 @@
+"""Domain errors. Each carries a stable ``code`` that crosses every boundary unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from ._resources import ResourceReferences
+    from ._run_state import RunCommandType, RunState
+
+
+class DomainError(Exception):
+    """Base class; ``code`` is the stable error code (see the Problem ``code`` enum)."""
+
+    code: ClassVar[str] = "INTERNAL_ERROR"
+
+
+class NotFound(DomainError):
+    code: ClassVar[str] = "RESOURCE_NOT_FOUND"
+
+    def __init__(self, resource_type: str, resource_id: str) -> None:
+        super().__init__(f"{resource_type} {resource_id} was not found")
+        self.resource_type = resource_type
+        self.resource_id = resource_id
+
+
+class VersionConflict(DomainError):
+    """An optimistic update found a different version (or state) than the one it was based on."""
+
+    code: ClassVar[str] = "VERSION_CONFLICT"
+
+    def __init__(self, resource_type: str, resource_id: str, expected_version: int) -> None:
+        super().__init__(f"{resource_type} {resource_id} is no longer at version {expected_version}")
+        self.resource_type = resource_type
+        self.resource_id = resource_id
+        self.expected_version = expected_version
+
+
+class DuplicateResource(DomainError):
+    """A uniqueness rule (revision number, command id ...) would be broken, usually by a concurrent writer."""
+
+    code: ClassVar[str] = "VERSION_CONFLICT"
+
+    def __init__(self, resource_type: str, detail: str) -> None:
+        super().__init__(f"{resource_type} already exists: {detail}")
+        self.resource_type = resource_type
+        self.detail = detail
+
+
+class NameAlreadyUsed(DuplicateResource):
+    """Another live resource of the same type in the workspace already has this name."""
+
+    code: ClassVar[str] = "VALIDATION_FAILED"
+
+    def __init__(self, resource_type: str, name: str) -> None:
+        super().__init__(resource_type, f"name {name!r} is already used")
+        self.name = name
+
+
+class ResourceInUse(DomainError):
+    """Deleting a resource that a Run (or another live resource) still references."""
+
+    code: ClassVar[str] = "RESOURCE_IN_USE"
+
+    def __init__(self, resource_type: str, resource_id: str, references: ResourceReferences) -> None:
+        super().__init__(f"{resource_type} {resource_id} is referenced by {references.describe()}")
+        self.resource_type = resource_type
+        self.resource_id = resource_id
+        self.references = references
+
+
+class RunStateConflict(DomainError):
+    code: ClassVar[str] = "RUN_STATE_CONFLICT"
+
+    def __init__(
+        self,
+        run_id: str,
+        current_state: RunState,
+        attempted: str,
+        allowed_commands: Sequence[RunCommandType],
+    ) -> None:
+        super().__init__(f"Run cannot {attempted} from {current_state.value}")
+        self.run_id = run_id
+        self.current_state = current_state
+        self.attempted = attempted
+        self.allowed_commands = tuple(allowed_commands)
+
+
+class LeaseExpired(DomainError):
+    """A write carried a lease id, epoch or fencing token that is no longer the active one."""
+
+    code: ClassVar[str] = "LEASE_EXPIRED"
+
+    def __init__(self, lease_id: str) -> None:
+        super().__init__(f"lease {lease_id} is not active for this epoch and token")
+        self.lease_id = lease_id
+
+
+class IdempotencyConflict(DomainError):
+    code: ClassVar[str] = "IDEMPOTENCY_CONFLICT"
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"the idempotency key was already used in scope {scope}")
+        self.scope = scope
+
+
+class ImportStateConflict(DomainError):
+    code: ClassVar[str] = "IMPORT_STATE_CONFLICT"
+
+    def __init__(self, import_id: str, current_state: str, attempted: str) -> None:
+        super().__init__(f"audience import {import_id} cannot {attempted} from {current_state}")
+        self.import_id = import_id
+        self.current_state = current_state
+        self.attempted = attempted

@@ -1,0 +1,95 @@
+"""Ports for audiences, their snapshots and recipients, and imports with their staging rows."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Protocol
+
+from ._audience import (
+    Audience,
+    AudienceImport,
+    AudienceSnapshot,
+    CommittedImport,
+    ImportCounts,
+    Recipient,
+    StagedRow,
+    StagedRowStatus,
+)
+from ._paging import Keyset, Page, PageRequest
+from ._resources import ResourceReferences
+
+
+class AudienceRepository(Protocol):
+    async def add(self, audience: Audience) -> Audience: ...
+
+    async def get(self, workspace_id: str, audience_id: str) -> Audience: ...
+
+    async def list_page(self, workspace_id: str, page: PageRequest[Keyset]) -> Page[Audience, Keyset]: ...
+
+    async def update(self, audience: Audience) -> Audience: ...
+
+    async def references(self, workspace_id: str, audience_id: str) -> ResourceReferences:
+        """Live jobs and all runs using any snapshot of the audience."""
+        ...
+
+    async def delete(self, workspace_id: str, audience_id: str, expected_version: int) -> None: ...
+
+    async def get_snapshot(self, workspace_id: str, snapshot_id: str) -> AudienceSnapshot: ...
+
+    async def list_snapshots(
+        self, workspace_id: str, audience_id: str, page: PageRequest[int]
+    ) -> Page[AudienceSnapshot, int]:
+        """Oldest first; the page position is the snapshot revision."""
+        ...
+
+    async def snapshot_references(self, workspace_id: str, snapshot_id: str) -> ResourceReferences:
+        """Live jobs and all runs using the snapshot (retention keeps referenced snapshots)."""
+        ...
+
+    async def list_recipients(self, snapshot_id: str, page: PageRequest[int]) -> Page[Recipient, int]:
+        """Recipients in sequence order; the page position is the last sequence read."""
+        ...
+
+
+class AudienceImportRepository(Protocol):
+    async def add(self, audience_import: AudienceImport) -> AudienceImport: ...
+
+    async def get(self, workspace_id: str, import_id: str) -> AudienceImport: ...
+
+    async def update(self, audience_import: AudienceImport) -> AudienceImport: ...
+
+    async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
+        """Insert one batch of parsed rows (one ``executemany``). Call once per batch while streaming
+        the upload, so the file is never held in memory. Returns the rows inserted."""
+        ...
+
+    async def mark_duplicates(self, import_id: str) -> int:
+        """Mark every ACCEPTED row whose ``item_key`` appeared on an earlier ACCEPTED line as DUPLICATE
+        (reason code ``DUPLICATE_ITEM_KEY``); returns how many rows were marked."""
+        ...
+
+    async def count_staged(self, import_id: str) -> ImportCounts: ...
+
+    async def list_staged(
+        self,
+        import_id: str,
+        page: PageRequest[int],
+        *,
+        statuses: Collection[StagedRowStatus] | None = None,
+    ) -> Page[StagedRow, int]:
+        """Rows in line order; the page position is the last line number read."""
+        ...
+
+    async def commit(self, audience: Audience, audience_import: AudienceImport) -> CommittedImport:
+        """Turn the ACCEPTED rows of a STAGED import into the audience's next snapshot.
+
+        Recipients are copied with one ``INSERT … SELECT`` from the staging table (sequence = rank in
+        line order, from 1), so no row passes through the process. ``audience.version`` and
+        ``audience_import.version`` are re-checked (:class:`VersionConflict`); an import that is not
+        STAGED raises :class:`ImportStateConflict`.
+        """
+        ...
+
+    async def discard_staging(self, import_id: str) -> int:
+        """Delete the staging rows of an import (after commit, failure or expiry)."""
+        ...

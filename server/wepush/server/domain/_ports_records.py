@@ -1,0 +1,71 @@
+"""Ports for artifacts, audit events and idempotency records."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from ._paging import Keyset, Page, PageRequest
+from ._records import Artifact, ArtifactOwnerType, AuditEvent, IdempotencyRecord
+
+
+class ArtifactRepository(Protocol):
+    async def add(self, artifact: Artifact) -> Artifact: ...
+
+    async def get(self, workspace_id: str, artifact_id: str) -> Artifact: ...
+
+    async def list_for_owner(
+        self, workspace_id: str, owner_type: ArtifactOwnerType, owner_id: str
+    ) -> list[Artifact]:
+        """Oldest first; DELETED artifacts excluded."""
+        ...
+
+    async def update(self, artifact: Artifact) -> Artifact:
+        """Optimistic update (pin, legal hold, expiry, state)."""
+        ...
+
+    async def mark_ready(
+        self, workspace_id: str, artifact_id: str, *, expected_version: int, size_bytes: int, sha256: str
+    ) -> Artifact:
+        """UPLOADING → READY after the content was verified; :class:`VersionConflict` otherwise."""
+        ...
+
+    async def claim_expired(self, now: datetime, limit: int) -> list[Artifact]:
+        """READY artifacts past ``expires_at`` that are neither pinned nor on legal hold become DELETING
+        (the store deletion happens after commit, outside any transaction)."""
+        ...
+
+    async def mark_deleted(self, artifact_id: str) -> Artifact:
+        """DELETING → DELETED; idempotent."""
+        ...
+
+
+class AuditRepository(Protocol):
+    async def append(self, event: AuditEvent) -> AuditEvent: ...
+
+    async def list_page(
+        self,
+        workspace_id: str,
+        page: PageRequest[Keyset],
+        *,
+        action: str | None = None,
+        resource_type: str | None = None,
+        resource_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Page[AuditEvent, Keyset]:
+        """Newest first by ``(occurred_at, id)``; ``since`` inclusive, ``until`` exclusive."""
+        ...
+
+
+class IdempotencyRepository(Protocol):
+    async def find(self, scope: str, key_hash: str, now: datetime) -> IdempotencyRecord | None:
+        """The live record for the key; expired records count as absent."""
+        ...
+
+    async def save(self, record: IdempotencyRecord) -> IdempotencyRecord:
+        """Store the outcome. An expired record with the same key is replaced; a live one raises
+        :class:`IdempotencyConflict` (a concurrent request with the same key won)."""
+        ...
+
+    async def purge_expired(self, now: datetime, limit: int) -> int: ...

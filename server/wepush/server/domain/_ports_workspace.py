@@ -1,0 +1,93 @@
+"""Ports for workspaces, members, API tokens and secret records.
+
+Every repository works inside the caller's :class:`~wepush.server.domain.UnitOfWork` transaction and never
+commits. ``update`` methods are optimistic: the entity's ``version`` is the version it was read at, the
+stored row must still have it (else :class:`VersionConflict`), and the returned entity has ``version + 1``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from ._paging import Keyset, Page, PageRequest
+from ._records import SecretRecord
+from ._workspace import ApiToken, Workspace, WorkspaceMember
+
+
+class WorkspaceRepository(Protocol):
+    async def add(self, workspace: Workspace) -> Workspace:
+        """Insert; :class:`NameAlreadyUsed` when the name is taken."""
+        ...
+
+    async def get(self, workspace_id: str) -> Workspace:
+        """:class:`NotFound` when absent."""
+        ...
+
+    async def find_by_name(self, name: str) -> Workspace | None: ...
+
+    async def list_page(self, page: PageRequest[Keyset]) -> Page[Workspace, Keyset]:
+        """Newest first, ordered by ``(created_at, id)``."""
+        ...
+
+    async def update(self, workspace: Workspace) -> Workspace: ...
+
+    async def add_member(self, member: WorkspaceMember) -> WorkspaceMember:
+        """:class:`DuplicateResource` when the principal is already a member."""
+        ...
+
+    async def find_member(self, workspace_id: str, principal_id: str) -> WorkspaceMember | None: ...
+
+    async def list_members(
+        self, workspace_id: str, page: PageRequest[Keyset]
+    ) -> Page[WorkspaceMember, Keyset]: ...
+
+    async def update_member(self, member: WorkspaceMember) -> WorkspaceMember: ...
+
+    async def remove_member(self, workspace_id: str, principal_id: str) -> None:
+        """:class:`NotFound` when the principal is not a member."""
+        ...
+
+
+class ApiTokenRepository(Protocol):
+    async def add(self, token: ApiToken) -> ApiToken:
+        """:class:`DuplicateResource` when the hash already exists."""
+        ...
+
+    async def get(self, token_id: str) -> ApiToken: ...
+
+    async def find_by_hash(self, token_hash: str) -> ApiToken | None:
+        """The authentication lookup; returns revoked and expired tokens too (the caller decides)."""
+        ...
+
+    async def list_page(self, workspace_id: str | None, page: PageRequest[Keyset]) -> Page[ApiToken, Keyset]:
+        """Tokens of one workspace, or the system-level tokens when ``workspace_id`` is ``None``."""
+        ...
+
+    async def update(self, token: ApiToken) -> ApiToken:
+        """Optimistic update (revocation sets ``revoked_at``)."""
+        ...
+
+    async def touch(self, token_id: str, used_at: datetime) -> None:
+        """Record use without a version bump, so authentication never conflicts with edits."""
+        ...
+
+
+class SecretRecordRepository(Protocol):
+    async def add(self, record: SecretRecord) -> SecretRecord:
+        """:class:`DuplicateResource` when (owner_type, owner_id, name) already exists."""
+        ...
+
+    async def get(self, workspace_id: str, record_id: str) -> SecretRecord: ...
+
+    async def find(
+        self, workspace_id: str, owner_type: str, owner_id: str, name: str
+    ) -> SecretRecord | None: ...
+
+    async def list_for_owner(self, workspace_id: str, owner_type: str, owner_id: str) -> list[SecretRecord]:
+        """Ordered by name."""
+        ...
+
+    async def update(self, record: SecretRecord) -> SecretRecord: ...
+
+    async def delete(self, workspace_id: str, record_id: str, expected_version: int) -> None: ...

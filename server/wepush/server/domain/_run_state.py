@@ -1,0 +1,104 @@
+"""The Run state machine: which transitions exist and which commands each state accepts.
+
+PENDING → LEASED → RUNNING ⇄ PAUSED; RUNNING/PAUSED → CANCELLING → CANCELLED; RUNNING → SUCCEEDED,
+PARTIAL or FAILED; LEASED/RUNNING/PAUSED/CANCELLING → LOST → RECOVERING → PENDING or a terminal state;
+PENDING → CANCELLED. The Service owns every transition; the engine never turns LOST into RECOVERING.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+
+from ._errors import RunStateConflict
+
+
+class RunState(StrEnum):
+    PENDING = "PENDING"
+    LEASED = "LEASED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    CANCELLING = "CANCELLING"
+    CANCELLED = "CANCELLED"
+    SUCCEEDED = "SUCCEEDED"
+    PARTIAL = "PARTIAL"
+    FAILED = "FAILED"
+    LOST = "LOST"
+    RECOVERING = "RECOVERING"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_RUN_STATES
+
+
+class RunCommandType(StrEnum):
+    PAUSE = "PAUSE"
+    RESUME = "RESUME"
+    CANCEL = "CANCEL"
+    CHANGE_CONCURRENCY = "CHANGE_CONCURRENCY"
+
+
+TERMINAL_RUN_STATES: frozenset[RunState] = frozenset(
+    {RunState.CANCELLED, RunState.SUCCEEDED, RunState.PARTIAL, RunState.FAILED}
+)
+
+_S = RunState
+_TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
+    _S.PENDING: frozenset({_S.LEASED, _S.CANCELLED}),
+    _S.LEASED: frozenset({_S.RUNNING, _S.LOST}),
+    _S.RUNNING: frozenset({_S.PAUSED, _S.CANCELLING, _S.SUCCEEDED, _S.PARTIAL, _S.FAILED, _S.LOST}),
+    _S.PAUSED: frozenset({_S.RUNNING, _S.CANCELLING, _S.LOST}),
+    _S.CANCELLING: frozenset({_S.CANCELLED, _S.LOST}),
+    _S.LOST: frozenset({_S.RECOVERING}),
+    _S.RECOVERING: frozenset({_S.PENDING, _S.CANCELLED, _S.SUCCEEDED, _S.PARTIAL, _S.FAILED}),
+    _S.CANCELLED: frozenset(),
+    _S.SUCCEEDED: frozenset(),
+    _S.PARTIAL: frozenset(),
+    _S.FAILED: frozenset(),
+}
+
+# Ordered as the API lists them in ``allowedCommands``.
+_COMMANDS: Mapping[RunState, tuple[RunCommandType, ...]] = {
+    _S.PENDING: (RunCommandType.CANCEL,),
+    _S.RUNNING: (RunCommandType.PAUSE, RunCommandType.CANCEL, RunCommandType.CHANGE_CONCURRENCY),
+    _S.PAUSED: (RunCommandType.RESUME, RunCommandType.CANCEL, RunCommandType.CHANGE_CONCURRENCY),
+}
+
+
+def allowed_transitions(state: RunState) -> frozenset[RunState]:
+    return _TRANSITIONS[state]
+
+
+def can_transition(current: RunState, target: RunState) -> bool:
+    return target in _TRANSITIONS[current]
+
+
+def sources_of(target: RunState) -> frozenset[RunState]:
+    """Every state from which ``target`` may be entered (the ``state IN (...)`` of a conditional update)."""
+    return frozenset(state for state, targets in _TRANSITIONS.items() if target in targets)
+
+
+def allowed_commands(state: RunState) -> tuple[RunCommandType, ...]:
+    return _COMMANDS.get(state, ())
+
+
+def check_command(run_id: str, state: RunState, command: RunCommandType) -> RunState | None:
+    """The state a legal ``command`` moves a run in ``state`` to; ``None`` when it keeps the state.
+
+    Raises :class:`RunStateConflict` (naming the current state) when the command is not allowed.
+    """
+    if command not in allowed_commands(state):
+        raise RunStateConflict(run_id, state, command.value.lower(), allowed_commands(state))
+    if command is RunCommandType.PAUSE:
+        return RunState.PAUSED
+    if command is RunCommandType.RESUME:
+        return RunState.RUNNING
+    if command is RunCommandType.CANCEL:
+        # A run nobody executes yet can be cancelled outright; otherwise the agent must drain first.
+        return RunState.CANCELLED if state is RunState.PENDING else RunState.CANCELLING
+    return None
+
+
+def check_transition(run_id: str, current: RunState, target: RunState) -> None:
+    if not can_transition(current, target):
+        raise RunStateConflict(run_id, current, f"move to {target.value}", allowed_commands(current))

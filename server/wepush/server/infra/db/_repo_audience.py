@@ -1,0 +1,347 @@
+"""Audiences, snapshots, recipients; imports with their staging rows and the snapshot commit."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Sequence
+
+from sqlalchemy import String, delete, exists, func, insert, literal, select, update
+
+from wepush.server.domain import (
+    Audience,
+    AudienceImport,
+    AudienceSnapshot,
+    CommittedImport,
+    DuplicateResource,
+    ImportCounts,
+    ImportState,
+    ImportStateConflict,
+    Keyset,
+    NotFound,
+    Page,
+    PageRequest,
+    Recipient,
+    ResourceReferences,
+    StagedRow,
+    StagedRowStatus,
+    VersionConflict,
+    canonical_json,
+)
+
+from . import _references as refs
+from ._base import SqlRepository
+from ._mapping import RowMapper
+from ._metadata import ID_LENGTH
+from ._repo_resources import _SoftDeletable
+from ._tables_audience import (
+    audience,
+    audience_import,
+    audience_import_row,
+    audience_recipient,
+    audience_snapshot,
+)
+
+_AUDIENCE = RowMapper(Audience, audience)
+_SNAPSHOT = RowMapper(AudienceSnapshot, audience_snapshot, renames={"fields": "fields_json"})
+_RECIPIENT = RowMapper(Recipient, audience_recipient, renames={"fields": "fields_json"})
+_IMPORT = RowMapper(
+    AudienceImport,
+    audience_import,
+    renames={"options": "options_json", "columns": "columns_json"},
+    composites=("counts",),
+)
+_STAGED = RowMapper(StagedRow, audience_import_row, renames={"fields": "fields_json"})
+
+DUPLICATE_ITEM_KEY = "DUPLICATE_ITEM_KEY"
+
+
+class SqlAudienceRepository(_SoftDeletable):
+    async def add(self, audience_: Audience) -> Audience:
+        await self._insert(
+            audience, _AUDIENCE.to_values(audience_), lambda: DuplicateResource("audience", audience_.id)
+        )
+        return audience_
+
+    async def get(self, workspace_id: str, audience_id: str) -> Audience:
+        row = await self._get_row(
+            audience,
+            "audience",
+            audience_id,
+            audience.c.workspace_id == workspace_id,
+            audience.c.deleted_at.is_(None),
+        )
+        return _AUDIENCE.from_row(row)
+
+    async def list_page(self, workspace_id: str, page: PageRequest[Keyset]) -> Page[Audience, Keyset]:
+        return await self._keyset_page(
+            select(audience).where(audience.c.workspace_id == workspace_id, audience.c.deleted_at.is_(None)),
+            page,
+            at=audience.c.created_at,
+            id_=audience.c.id,
+            build=_AUDIENCE.from_row,
+            key=lambda a: Keyset(a.created_at, a.id),
+        )
+
+    async def update(self, audience_: Audience) -> Audience:
+        row = await self._update_versioned(
+            audience,
+            "audience",
+            audience_.id,
+            audience_.version,
+            _AUDIENCE.to_values(audience_),
+            audience.c.workspace_id == audience_.workspace_id,
+            audience.c.deleted_at.is_(None),
+        )
+        return _AUDIENCE.from_row(row)
+
+    async def references(self, workspace_id: str, audience_id: str) -> ResourceReferences:
+        return await refs.audience_references(self._conn, audience_id)
+
+    async def delete(self, workspace_id: str, audience_id: str, expected_version: int) -> None:
+        await self._soft_delete(
+            audience,
+            "audience",
+            workspace_id,
+            audience_id,
+            expected_version,
+            lambda: self.references(workspace_id, audience_id),
+        )
+
+    async def get_snapshot(self, workspace_id: str, snapshot_id: str) -> AudienceSnapshot:
+        row = await self._get_row(
+            audience_snapshot,
+            "audience_snapshot",
+            snapshot_id,
+            audience_snapshot.c.workspace_id == workspace_id,
+        )
+        return _SNAPSHOT.from_row(row)
+
+    async def list_snapshots(
+        self, workspace_id: str, audience_id: str, page: PageRequest[int]
+    ) -> Page[AudienceSnapshot, int]:
+        return await self._sequence_page(
+            select(audience_snapshot).where(
+                audience_snapshot.c.workspace_id == workspace_id,
+                audience_snapshot.c.audience_id == audience_id,
+            ),
+            page,
+            position=audience_snapshot.c.revision,
+            build=_SNAPSHOT.from_row,
+            key=lambda s: s.revision,
+        )
+
+    async def snapshot_references(self, workspace_id: str, snapshot_id: str) -> ResourceReferences:
+        return await refs.snapshot_references(self._conn, snapshot_id)
+
+    async def list_recipients(self, snapshot_id: str, page: PageRequest[int]) -> Page[Recipient, int]:
+        return await self._sequence_page(
+            select(audience_recipient).where(audience_recipient.c.snapshot_id == snapshot_id),
+            page,
+            position=audience_recipient.c.sequence,
+            build=_RECIPIENT.from_row,
+            key=lambda r: r.sequence,
+        )
+
+
+class SqlAudienceImportRepository(SqlRepository):
+    async def add(self, audience_import_: AudienceImport) -> AudienceImport:
+        await self._conn.execute(audience_import.insert().values(**_IMPORT.to_values(audience_import_)))
+        return audience_import_
+
+    async def get(self, workspace_id: str, import_id: str) -> AudienceImport:
+        row = await self._get_row(
+            audience_import, "audience_import", import_id, audience_import.c.workspace_id == workspace_id
+        )
+        return _IMPORT.from_row(row)
+
+    async def update(self, audience_import_: AudienceImport) -> AudienceImport:
+        row = await self._update_versioned(
+            audience_import,
+            "audience_import",
+            audience_import_.id,
+            audience_import_.version,
+            _IMPORT.to_values(audience_import_),
+            audience_import.c.workspace_id == audience_import_.workspace_id,
+        )
+        return _IMPORT.from_row(row)
+
+    async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
+        if not rows:
+            return 0
+        params = [{"import_id": import_id, **_STAGED.to_values(row)} for row in rows]
+        # A list of parameter sets is one executemany round (insertmanyvalues batches on both drivers).
+        await self._conn.execute(insert(audience_import_row), params)
+        return len(params)
+
+    async def mark_duplicates(self, import_id: str) -> int:
+        row = audience_import_row
+        earlier = row.alias("earlier")
+        # The first accepted occurrence of a key is never modified by this statement, so every later
+        # occurrence sees it as ACCEPTED whatever order the database visits the rows in.
+        stmt = (
+            update(row)
+            .where(
+                row.c.import_id == import_id,
+                row.c.status == StagedRowStatus.ACCEPTED.value,
+                exists().where(
+                    earlier.c.import_id == row.c.import_id,
+                    earlier.c.item_key == row.c.item_key,
+                    earlier.c.status == StagedRowStatus.ACCEPTED.value,
+                    earlier.c.line_number < row.c.line_number,
+                ),
+            )
+            .values(
+                status=StagedRowStatus.DUPLICATE.value,
+                reason_code=DUPLICATE_ITEM_KEY,
+                reason="the item key already appeared on an earlier line",
+            )
+        )
+        result = await self._conn.execute(stmt)
+        return int(result.rowcount)
+
+    async def count_staged(self, import_id: str) -> ImportCounts:
+        rows = await self._all(
+            select(audience_import_row.c.status, func.count().label("n"))
+            .where(audience_import_row.c.import_id == import_id)
+            .group_by(audience_import_row.c.status)
+        )
+        by_status = {StagedRowStatus(r["status"]): int(r["n"]) for r in rows}
+        return ImportCounts(
+            total_rows=sum(by_status.values()),
+            accepted_rows=by_status.get(StagedRowStatus.ACCEPTED, 0),
+            rejected_rows=by_status.get(StagedRowStatus.REJECTED, 0),
+            duplicate_rows=by_status.get(StagedRowStatus.DUPLICATE, 0),
+        )
+
+    async def list_staged(
+        self,
+        import_id: str,
+        page: PageRequest[int],
+        *,
+        statuses: Collection[StagedRowStatus] | None = None,
+    ) -> Page[StagedRow, int]:
+        stmt = select(audience_import_row).where(audience_import_row.c.import_id == import_id)
+        if statuses is not None:
+            stmt = stmt.where(audience_import_row.c.status.in_([s.value for s in statuses]))
+        return await self._sequence_page(
+            stmt,
+            page,
+            position=audience_import_row.c.line_number,
+            build=_STAGED.from_row,
+            key=lambda r: r.line_number,
+        )
+
+    async def commit(self, audience_: Audience, audience_import_: AudienceImport) -> CommittedImport:
+        now = self._clock()
+        await self._claim_for_commit(audience_import_)
+        checksum, count = await self._accepted_checksum(audience_import_.id)
+        snapshot = AudienceSnapshot(
+            workspace_id=audience_.workspace_id,
+            audience_id=audience_.id,
+            revision=audience_.latest_revision + 1,
+            recipient_count=count,
+            fields=list(audience_import_.columns),
+            checksum=checksum,
+            source_import_id=audience_import_.id,
+            created_at=now,
+            updated_at=now,
+        )
+        updated_audience = _AUDIENCE.from_row(
+            await self._update_versioned(
+                audience,
+                "audience",
+                audience_.id,
+                audience_.version,
+                {
+                    "latest_snapshot_id": snapshot.id,
+                    "latest_revision": snapshot.revision,
+                    "recipient_count": count,
+                },
+                audience.c.workspace_id == audience_.workspace_id,
+                audience.c.deleted_at.is_(None),
+            )
+        )
+        await self._conn.execute(audience_snapshot.insert().values(**_SNAPSHOT.to_values(snapshot)))
+        staged = audience_import_row
+        copy = select(
+            literal(snapshot.id, String(ID_LENGTH)),
+            func.row_number().over(order_by=staged.c.line_number),
+            staged.c.item_key,
+            staged.c.fields_json,
+        ).where(staged.c.import_id == audience_import_.id, staged.c.status == StagedRowStatus.ACCEPTED.value)
+        await self._conn.execute(
+            insert(audience_recipient).from_select(
+                ["snapshot_id", "sequence", "item_key", "fields_json"], copy
+            )
+        )
+        committed = await self._one(
+            update(audience_import)
+            .where(audience_import.c.id == audience_import_.id)
+            .values(snapshot_id=snapshot.id)
+            .returning(*audience_import.c)
+        )
+        assert committed is not None
+        return CommittedImport(
+            audience=updated_audience, snapshot=snapshot, audience_import=_IMPORT.from_row(committed)
+        )
+
+    async def _claim_for_commit(self, audience_import_: AudienceImport) -> None:
+        """STAGED → COMMITTED with the version check, before any heavy copying."""
+        row = await self._one(
+            update(audience_import)
+            .where(
+                audience_import.c.id == audience_import_.id,
+                audience_import.c.workspace_id == audience_import_.workspace_id,
+                audience_import.c.state == ImportState.STAGED.value,
+                audience_import.c.version == audience_import_.version,
+            )
+            .values(
+                state=ImportState.COMMITTED.value,
+                updated_at=self._clock(),
+                version=audience_import.c.version + 1,
+            )
+            .returning(audience_import.c.id)
+        )
+        if row is not None:
+            return
+        current = await self._one(
+            select(audience_import.c.state).where(
+                audience_import.c.id == audience_import_.id,
+                audience_import.c.workspace_id == audience_import_.workspace_id,
+            )
+        )
+        if current is None:
+            raise NotFound("audience_import", audience_import_.id)
+        if current["state"] != ImportState.STAGED.value:
+            raise ImportStateConflict(audience_import_.id, current["state"], "commit")
+        raise VersionConflict("audience_import", audience_import_.id, audience_import_.version)
+
+    async def _accepted_checksum(self, import_id: str) -> tuple[str, int]:
+        """SHA-256 over ``item_key TAB canonical-fields LF`` of the accepted rows in line order, streamed
+        from the database in chunks so memory stays flat for any audience size."""
+        digest = hashlib.sha256()
+        count = 0
+        stmt = (
+            select(audience_import_row.c.item_key, audience_import_row.c.fields_json)
+            .where(
+                audience_import_row.c.import_id == import_id,
+                audience_import_row.c.status == StagedRowStatus.ACCEPTED.value,
+            )
+            .order_by(audience_import_row.c.line_number)
+            .execution_options(yield_per=1000)
+        )
+        result = await self._conn.stream(stmt)
+        async for chunk in result.partitions(1000):
+            for item_key, fields in chunk:
+                digest.update(f"{item_key}\t{canonical_json(fields)}\n".encode())
+                count += 1
+        return digest.hexdigest(), count
+
+    async def discard_staging(self, import_id: str) -> int:
+        result = await self._conn.execute(
+            delete(audience_import_row).where(audience_import_row.c.import_id == import_id)
+        )
+        return int(result.rowcount)
+
+
+__all__ = ["DUPLICATE_ITEM_KEY", "SqlAudienceImportRepository", "SqlAudienceRepository"]

@@ -1,0 +1,273 @@
+"""Runs (conditional state transitions) and run items (idempotent results, resend sets)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from sqlalchemy import String, and_, func, insert, literal, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from wepush.server.domain import (
+    TERMINAL_RUN_STATES,
+    DuplicateResource,
+    ItemResult,
+    ItemState,
+    Keyset,
+    NotFound,
+    Page,
+    PageRequest,
+    RetryItem,
+    Run,
+    RunCounts,
+    RunItem,
+    RunState,
+    RunStateConflict,
+    VersionConflict,
+    allowed_commands,
+    new_id,
+    sources_of,
+)
+
+from ._base import SqlRepository
+from ._mapping import RowMapper
+from ._metadata import ID_LENGTH
+from ._tables_runs import run, run_item, run_retry_item
+from ._types import UtcDateTime
+
+_RUN = RowMapper(Run, run, renames={"snapshot": "snapshot_json"}, composites=("counts",))
+_ITEM = RowMapper(RunItem, run_item)
+_RETRY = RowMapper(RetryItem, run_retry_item)
+
+_UNSETTLED_ITEM_STATES = (ItemState.PENDING.value, ItemState.IN_FLIGHT.value)
+
+
+def _run_key(r: Run) -> Keyset:
+    return Keyset(r.created_at, r.id)
+
+
+class SqlRunRepository(SqlRepository):
+    async def add(self, run_: Run) -> Run:
+        await self._insert(
+            run, _RUN.to_values(run_), lambda: DuplicateResource("run", "idempotency key already used")
+        )
+        return run_
+
+    async def get(self, workspace_id: str, run_id: str) -> Run:
+        return _RUN.from_row(await self._get_row(run, "run", run_id, run.c.workspace_id == workspace_id))
+
+    async def find_by_idempotency_key(self, workspace_id: str, key_hash: str) -> Run | None:
+        row = await self._one(
+            select(run).where(run.c.workspace_id == workspace_id, run.c.idempotency_key_hash == key_hash)
+        )
+        return None if row is None else _RUN.from_row(row)
+
+    async def list_page(
+        self,
+        workspace_id: str,
+        page: PageRequest[Keyset],
+        *,
+        states: Collection[RunState] | None = None,
+        job_id: str | None = None,
+    ) -> Page[Run, Keyset]:
+        stmt = select(run).where(run.c.workspace_id == workspace_id)
+        if states is not None:
+            stmt = stmt.where(run.c.state.in_([s.value for s in states]))
+        if job_id is not None:
+            stmt = stmt.where(run.c.job_id == job_id)
+        return await self._keyset_page(
+            stmt, page, at=run.c.created_at, id_=run.c.id, build=_RUN.from_row, key=_run_key
+        )
+
+    async def scan(self, states: Collection[RunState], page: PageRequest[Keyset]) -> Page[Run, Keyset]:
+        return await self._keyset_page(
+            select(run).where(run.c.state.in_([s.value for s in states])),
+            page,
+            at=run.c.created_at,
+            id_=run.c.id,
+            build=_RUN.from_row,
+            key=_run_key,
+            descending=False,
+        )
+
+    async def transition(
+        self,
+        workspace_id: str,
+        run_id: str,
+        *,
+        expected_version: int,
+        target: RunState,
+        reason: str | None = None,
+    ) -> Run:
+        now = self._clock()
+        sources = sources_of(target)
+        values: dict[str, Any] = {
+            "state": target.value,
+            "state_reason": reason,
+            "updated_at": now,
+            "version": run.c.version + 1,
+        }
+        if target is RunState.RUNNING:
+            values["started_at"] = func.coalesce(run.c.started_at, literal(now, UtcDateTime()))
+        if target in TERMINAL_RUN_STATES:
+            values["ended_at"] = now
+        row = await self._one(
+            update(run)
+            .where(
+                run.c.id == run_id,
+                run.c.workspace_id == workspace_id,
+                run.c.state.in_([s.value for s in sources]),
+                run.c.version == expected_version,
+            )
+            .values(**values)
+            .returning(*run.c)
+        )
+        if row is not None:
+            return _RUN.from_row(row)
+        current = await self._current_state(workspace_id, run_id)
+        if current not in sources:
+            raise RunStateConflict(run_id, current, f"move to {target.value}", allowed_commands(current))
+        raise VersionConflict("run", run_id, expected_version)
+
+    async def record_progress(
+        self, workspace_id: str, run_id: str, *, counts: RunCounts, current_concurrency: int
+    ) -> Run:
+        terminal = [s.value for s in TERMINAL_RUN_STATES]
+        row = await self._one(
+            update(run)
+            .where(run.c.id == run_id, run.c.workspace_id == workspace_id, run.c.state.not_in(terminal))
+            .values(
+                total=counts.total,
+                succeeded=counts.succeeded,
+                failed=counts.failed,
+                unknown=counts.unknown,
+                unsent=counts.unsent,
+                skipped=counts.skipped,
+                retried=counts.retried,
+                current_concurrency=current_concurrency,
+                updated_at=self._clock(),
+            )
+            .returning(*run.c)
+        )
+        if row is not None:
+            return _RUN.from_row(row)
+        current = await self._current_state(workspace_id, run_id)
+        raise RunStateConflict(run_id, current, "record progress", allowed_commands(current))
+
+    async def _current_state(self, workspace_id: str, run_id: str) -> RunState:
+        state = await self._conn.scalar(
+            select(run.c.state).where(run.c.id == run_id, run.c.workspace_id == workspace_id)
+        )
+        if state is None:
+            raise NotFound("run", run_id)
+        return RunState(state)
+
+
+class SqlRunItemRepository(SqlRepository):
+    async def record_results(self, workspace_id: str, run_id: str, results: Sequence[ItemResult]) -> int:
+        if not results:
+            return 0
+        now = self._clock()
+        # One statement may not touch a row twice (PostgreSQL refuses), so keep each item's latest attempt.
+        latest: dict[str, ItemResult] = {}
+        for result in results:
+            kept = latest.get(result.item_id)
+            if kept is None or result.attempt > kept.attempt:
+                latest[result.item_id] = result
+        params = [
+            {
+                "id": new_id(),
+                "workspace_id": workspace_id,
+                "run_id": run_id,
+                "item_id": r.item_id,
+                "sequence": r.sequence,
+                "state": r.state.value,
+                "attempt": r.attempt,
+                "error_category": r.error_category,
+                "provider_code": r.provider_code,
+                "diagnostic": r.diagnostic,
+                "external_request_id": r.external_request_id,
+                "finished_at": r.finished_at,
+                "created_at": now,
+                "updated_at": now,
+                "version": 1,
+            }
+            for r in latest.values()
+        ]
+        stmt = (postgresql.insert if self._is_postgresql else sqlite.insert)(run_item)
+        excluded = stmt.excluded
+        upsert = stmt.on_conflict_do_update(
+            index_elements=[run_item.c.run_id, run_item.c.item_id],
+            set_={
+                name: excluded[name]
+                for name in (
+                    "sequence",
+                    "state",
+                    "attempt",
+                    "error_category",
+                    "provider_code",
+                    "diagnostic",
+                    "external_request_id",
+                    "finished_at",
+                    "updated_at",
+                )
+            }
+            | {"version": run_item.c.version + 1},
+            # A newer attempt wins; the same attempt only settles an item still PENDING/IN_FLIGHT.
+            where=or_(
+                run_item.c.attempt < excluded.attempt,
+                and_(
+                    run_item.c.attempt == excluded.attempt,
+                    # Spelled out: expanding IN lists cannot be used with executemany.
+                    or_(*(run_item.c.state == s for s in _UNSETTLED_ITEM_STATES)),
+                    *(excluded.state != s for s in _UNSETTLED_ITEM_STATES),
+                ),
+            ),
+        ).returning(run_item.c.id)
+        written = (await self._conn.execute(upsert, params)).all()
+        return len(written)
+
+    async def get(self, run_id: str, item_id: str) -> RunItem | None:
+        row = await self._one(
+            select(run_item).where(run_item.c.run_id == run_id, run_item.c.item_id == item_id)
+        )
+        return None if row is None else _ITEM.from_row(row)
+
+    async def list_page(
+        self, run_id: str, page: PageRequest[int], *, states: Collection[ItemState] | None = None
+    ) -> Page[RunItem, int]:
+        stmt = select(run_item).where(run_item.c.run_id == run_id)
+        if states is not None:
+            stmt = stmt.where(run_item.c.state.in_([s.value for s in states]))
+        return await self._sequence_page(
+            stmt, page, position=run_item.c.sequence, build=_ITEM.from_row, key=lambda i: i.sequence
+        )
+
+    async def count_by_state(self, run_id: str) -> dict[ItemState, int]:
+        rows = await self._all(
+            select(run_item.c.state, func.count().label("n"))
+            .where(run_item.c.run_id == run_id)
+            .group_by(run_item.c.state)
+        )
+        return {ItemState(r["state"]): int(r["n"]) for r in rows}
+
+    async def create_retry_set(self, run_id: str, source_run_id: str, states: Collection[ItemState]) -> int:
+        source = select(literal(run_id, String(ID_LENGTH)), run_item.c.sequence, run_item.c.item_id).where(
+            run_item.c.run_id == source_run_id, run_item.c.state.in_([s.value for s in states])
+        )
+        await self._conn.execute(
+            insert(run_retry_item).from_select(["run_id", "sequence", "source_item_id"], source)
+        )
+        count = await self._conn.scalar(
+            select(func.count()).select_from(run_retry_item).where(run_retry_item.c.run_id == run_id)
+        )
+        return int(count or 0)
+
+    async def list_retry_items(self, run_id: str, page: PageRequest[int]) -> Page[RetryItem, int]:
+        return await self._sequence_page(
+            select(run_retry_item).where(run_retry_item.c.run_id == run_id),
+            page,
+            position=run_retry_item.c.sequence,
+            build=_RETRY.from_row,
+            key=lambda i: i.sequence,
+        )

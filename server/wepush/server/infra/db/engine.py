@@ -1,0 +1,107 @@
+"""Async engines for the two supported databases.
+
+SQLite (standalone): aiosqlite, WAL, ``busy_timeout``, foreign keys on, a small pool. SQLAlchemy, not the
+driver, emits ``BEGIN``: write transactions use ``BEGIN IMMEDIATE`` so that concurrent writers queue on the
+busy timeout instead of failing when a read lock cannot be upgraded; read-only units of work use a
+deferred ``BEGIN`` so readers never block writers in WAL mode.
+
+PostgreSQL (server mode): asyncpg with a configurable pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from wepush.server.domain import canonical_json
+
+READ_ONLY_OPTION = "wepush_read_only"
+"""Connection execution option set by read-only units of work."""
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSettings:
+    """Connection pool sizing; ``None`` picks the per-database default (5 for SQLite, 10 for PostgreSQL)."""
+
+    size: int | None = None
+    max_overflow: int | None = None
+    timeout_seconds: float = 30.0
+    recycle_seconds: int = 1800
+
+
+def normalize_database_url(url: str | URL) -> URL:
+    """Accept ``sqlite:///…`` and ``postgresql://…`` and select the async drivers."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+aiosqlite")
+    if backend == "postgresql":
+        return parsed.set(drivername="postgresql+asyncpg")
+    raise ValueError(f"unsupported database {backend!r}: use sqlite or postgresql")
+
+
+def create_database(url: str | URL, *, pool: PoolSettings | None = None, echo: bool = False) -> AsyncEngine:
+    """Create the async engine for ``url`` (not connected yet; dispose it on shutdown)."""
+    pool = pool or PoolSettings()
+    sa_url = normalize_database_url(url)
+    if sa_url.get_backend_name() == "sqlite":
+        return _create_sqlite(sa_url, pool, echo)
+    return create_async_engine(
+        sa_url,
+        echo=echo,
+        pool_size=pool.size if pool.size is not None else 10,
+        max_overflow=pool.max_overflow if pool.max_overflow is not None else 10,
+        pool_timeout=pool.timeout_seconds,
+        pool_recycle=pool.recycle_seconds,
+        pool_pre_ping=True,
+        json_serializer=canonical_json,
+    )
+
+
+def _create_sqlite(url: URL, pool: PoolSettings, echo: bool) -> AsyncEngine:
+    in_memory = url.database in (None, "", ":memory:")
+    kwargs: dict[str, Any] = {"echo": echo}
+    if not in_memory:
+        kwargs.update(
+            pool_size=pool.size if pool.size is not None else 5,
+            max_overflow=pool.max_overflow if pool.max_overflow is not None else 0,
+            pool_timeout=pool.timeout_seconds,
+        )
+    engine = create_async_engine(url, **kwargs)
+    event.listen(engine.sync_engine, "connect", _configure_sqlite_connection)
+    event.listen(engine.sync_engine, "begin", _begin_sqlite_transaction)
+    return engine
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    # Take transaction control away from the driver so that BEGIN IMMEDIATE and SAVEPOINT behave.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def _begin_sqlite_transaction(connection: Connection) -> None:
+    read_only = bool(connection.get_execution_options().get(READ_ONLY_OPTION, False))
+    connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+__all__ = [
+    "READ_ONLY_OPTION",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "PoolSettings",
+    "create_database",
+    "normalize_database_url",
+]

@@ -1,0 +1,115 @@
+"""Schema migrations (Alembic), usable from a source checkout and from the installed wheel.
+
+``wepush migrate`` is the single migration job: call :func:`upgrade_database`. A Service checks
+:func:`is_up_to_date_async` for readiness and refuses to serve on a schema it does not know.
+The synchronous helpers start their own event loop; inside a running loop use the ``*_async`` ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+
+import wepush
+
+from .engine import READ_ONLY_OPTION, create_database
+
+MIGRATIONS_DIR_ENV = "WEPUSH_MIGRATIONS_DIR"
+
+
+def script_location() -> Path:
+    """The Alembic script directory: ``$WEPUSH_MIGRATIONS_DIR``, the wheel's ``wepush/_migrations``, or
+    the checkout's ``migrations/``, whichever exists first."""
+    candidates: list[Path] = []
+    override = os.environ.get(MIGRATIONS_DIR_ENV)
+    if override:
+        candidates.append(Path(override))
+    candidates += [Path(entry) / "_migrations" for entry in wepush.__path__]
+    candidates.append(Path(__file__).resolve().parents[5] / "migrations")
+    for candidate in candidates:
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise FileNotFoundError("the Alembic migrations directory was not found; set " + MIGRATIONS_DIR_ENV)
+
+
+def alembic_config(url: str | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(script_location()))
+    if url is not None:
+        # ConfigParser interpolation: a literal "%" (URL-encoded passwords) must be doubled.
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError("the migration history is empty")
+    return head
+
+
+def _upgrade(connection: Connection, config: Config, revision: str) -> None:
+    config.attributes["connection"] = connection
+    command.upgrade(config, revision)
+
+
+async def upgrade_database_async(url: str, revision: str = "head") -> None:
+    engine = create_database(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(_upgrade, alembic_config(url), revision)
+    finally:
+        await engine.dispose()
+
+
+def upgrade_database(url: str, revision: str = "head") -> None:
+    """Migrate the database at ``url`` to ``revision`` (default: the newest) in one transaction."""
+    asyncio.run(upgrade_database_async(url, revision))
+
+
+def _read_revision(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def current_revision_async(url: str) -> str | None:
+    engine = create_database(url)
+    try:
+        async with engine.connect() as connection:
+            connection = await connection.execution_options(**{READ_ONLY_OPTION: True})
+            return await connection.run_sync(_read_revision)
+    finally:
+        await engine.dispose()
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database is at; ``None`` for a database never migrated."""
+    return asyncio.run(current_revision_async(url))
+
+
+async def is_up_to_date_async(url: str) -> bool:
+    return await current_revision_async(url) == head_revision()
+
+
+def is_up_to_date(url: str) -> bool:
+    return current_revision(url) == head_revision()
+
+
+__all__ = [
+    "MIGRATIONS_DIR_ENV",
+    "alembic_config",
+    "current_revision",
+    "current_revision_async",
+    "head_revision",
+    "is_up_to_date",
+    "is_up_to_date_async",
+    "script_location",
+    "upgrade_database",
+    "upgrade_database_async",
+]

@@ -1,0 +1,1 @@
+"""One repository contract suite, run on SQLite and on PostgreSQL."""

@@ -1,0 +1,181 @@
+"""Audience imports: batched staging, duplicate marking, snapshot commit via INSERT … SELECT."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import pytest
+
+from tests.contract.repositories._world import accepted, add_workspace, new_import, rejected
+from tests.fixtures.db import SteppingClock
+from wepush.server.domain import (
+    Audience,
+    ImportCounts,
+    ImportState,
+    ImportStateConflict,
+    PageRequest,
+    StagedRowStatus,
+    VersionConflict,
+    canonical_json,
+)
+from wepush.server.infra.db import DUPLICATE_ITEM_KEY, SqlUnitOfWorkFactory
+
+
+async def _audience(uow_factory: SqlUnitOfWorkFactory, clock: SteppingClock) -> Audience:
+    workspace = await add_workspace(uow_factory, clock.now)
+    audience = Audience(
+        workspace_id=workspace.id, name="customers", created_at=clock.now, updated_at=clock.now
+    )
+    async with uow_factory() as uow:
+        await uow.audiences.add(audience)
+    return audience
+
+
+async def test_staged_batches_commit_into_a_snapshot_that_keeps_only_first_occurrences(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    audience = await _audience(uow_factory, db_clock)
+    audience_import = new_import(audience.workspace_id, audience.id, db_clock.now, ["mobile", "name"])
+    batches = [
+        [accepted(1, "a", name="Ann"), accepted(2, "b", name="Bo"), rejected(3)],
+        [accepted(4, "a", name="Ann again"), accepted(5, "c", name="Cy")],
+        [accepted(6, "b", name="Bo again"), accepted(7, "d", name="Di"), accepted(8, "a", name="third")],
+    ]
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(audience_import)
+        inserted = [await uow.audience_imports.stage_rows(audience_import.id, batch) for batch in batches]
+        marked = await uow.audience_imports.mark_duplicates(audience_import.id)
+        marked_again = await uow.audience_imports.mark_duplicates(audience_import.id)
+        counts = await uow.audience_imports.count_staged(audience_import.id)
+        staged = await uow.audience_imports.update(
+            replace(audience_import, state=ImportState.STAGED, counts=counts)
+        )
+        duplicates = await uow.audience_imports.list_staged(
+            audience_import.id, PageRequest(limit=20), statuses=[StagedRowStatus.DUPLICATE]
+        )
+
+    assert inserted == [3, 2, 3]
+    assert (marked, marked_again) == (3, 0)
+    assert counts == ImportCounts(total_rows=8, accepted_rows=4, rejected_rows=1, duplicate_rows=3)
+    assert [(r.line_number, r.item_key, r.reason_code) for r in duplicates.items] == [
+        (4, "a", DUPLICATE_ITEM_KEY),
+        (6, "b", DUPLICATE_ITEM_KEY),
+        (8, "a", DUPLICATE_ITEM_KEY),
+    ]
+
+    db_clock.advance()
+    async with uow_factory() as uow:
+        committed = await uow.audience_imports.commit(audience, staged)
+    snapshot = committed.snapshot
+
+    async with uow_factory(read_only=True) as uow:
+        first = await uow.audiences.list_recipients(snapshot.id, PageRequest(limit=3))
+        second = await uow.audiences.list_recipients(
+            snapshot.id, PageRequest(limit=3, after=first.next_after)
+        )
+        stored_snapshot = await uow.audiences.get_snapshot(audience.workspace_id, snapshot.id)
+        stored_import = await uow.audience_imports.get(audience.workspace_id, audience_import.id)
+    recipients = first.items + second.items
+    assert [(r.sequence, r.item_key, r.fields["name"]) for r in recipients] == [
+        (1, "a", "Ann"),
+        (2, "b", "Bo"),
+        (3, "c", "Cy"),
+        (4, "d", "Di"),
+    ]
+    assert first.has_more
+    assert not second.has_more
+    expected = hashlib.sha256(
+        "".join(f"{r.item_key}\t{canonical_json(r.fields)}\n" for r in recipients).encode()
+    ).hexdigest()
+    assert stored_snapshot == snapshot
+    assert (snapshot.revision, snapshot.recipient_count, snapshot.checksum) == (1, 4, expected)
+    assert snapshot.fields == ["mobile", "name"]
+    assert snapshot.source_import_id == audience_import.id
+    assert committed.audience.latest_snapshot_id == snapshot.id
+    assert (committed.audience.latest_revision, committed.audience.recipient_count) == (1, 4)
+    assert committed.audience.version == audience.version + 1
+    assert stored_import.state is ImportState.COMMITTED
+    assert stored_import.snapshot_id == snapshot.id
+
+
+async def test_commit_rechecks_the_audience_version_and_leaves_nothing_behind(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    audience = await _audience(uow_factory, db_clock)
+    audience_import = new_import(audience.workspace_id, audience.id, db_clock.now, ["mobile"])
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(replace(audience_import, state=ImportState.STAGED))
+        await uow.audience_imports.stage_rows(audience_import.id, [accepted(1, "a")])
+        await uow.audiences.update(replace(audience, description="edited meanwhile"))
+
+    with pytest.raises(VersionConflict):
+        async with uow_factory() as uow:
+            await uow.audience_imports.commit(audience, replace(audience_import, state=ImportState.STAGED))
+
+    async with uow_factory() as uow:
+        current = await uow.audiences.get(audience.workspace_id, audience.id)
+        still_staged = await uow.audience_imports.get(audience.workspace_id, audience_import.id)
+        snapshots = await uow.audiences.list_snapshots(audience.workspace_id, audience.id, PageRequest())
+    assert current.latest_snapshot_id is None
+    assert still_staged.state is ImportState.STAGED
+    assert snapshots.items == []
+
+
+async def test_an_import_commits_once_and_the_next_commit_gets_the_next_revision(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    audience = await _audience(uow_factory, db_clock)
+    first_import = replace(
+        new_import(audience.workspace_id, audience.id, db_clock.now, ["mobile"]), state=ImportState.STAGED
+    )
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(first_import)
+        await uow.audience_imports.stage_rows(first_import.id, [accepted(1, "a"), accepted(2, "b")])
+        first = await uow.audience_imports.commit(audience, first_import)
+
+    with pytest.raises(ImportStateConflict) as conflict:
+        async with uow_factory() as uow:
+            await uow.audience_imports.commit(first.audience, first.audience_import)
+    assert conflict.value.current_state == ImportState.COMMITTED.value
+
+    second_import = replace(
+        new_import(audience.workspace_id, audience.id, db_clock.advance(), ["mobile"]),
+        state=ImportState.STAGED,
+    )
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(second_import)
+        await uow.audience_imports.stage_rows(second_import.id, [accepted(1, "z")])
+        second = await uow.audience_imports.commit(first.audience, second_import)
+        discarded = await uow.audience_imports.discard_staging(first_import.id)
+        snapshots = await uow.audiences.list_snapshots(audience.workspace_id, audience.id, PageRequest())
+        old_recipients = await uow.audiences.list_recipients(first.snapshot.id, PageRequest())
+
+    assert second.snapshot.revision == 2
+    assert second.audience.recipient_count == 1
+    assert discarded == 2
+    assert [s.revision for s in snapshots.items] == [1, 2]
+    assert [r.item_key for r in old_recipients.items] == ["a", "b"]
+
+
+async def test_a_large_import_is_staged_in_batches_and_copied_in_order(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    audience = await _audience(uow_factory, db_clock)
+    audience_import = replace(
+        new_import(audience.workspace_id, audience.id, db_clock.now, ["mobile"]), state=ImportState.STAGED
+    )
+    total, batch_size = 2500, 1000
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(audience_import)
+        for start in range(1, total + 1, batch_size):
+            batch = [accepted(n, f"k{n:05d}") for n in range(start, min(start + batch_size, total + 1))]
+            await uow.audience_imports.stage_rows(audience_import.id, batch)
+        committed = await uow.audience_imports.commit(audience, audience_import)
+        last_page = await uow.audiences.list_recipients(
+            committed.snapshot.id, PageRequest(limit=5, after=total - 5)
+        )
+    assert committed.snapshot.recipient_count == total
+    assert [(r.sequence, r.item_key) for r in last_page.items] == [
+        (n, f"k{n:05d}") for n in range(total - 4, total + 1)
+    ]

@@ -1,0 +1,1 @@
+"""Schema, migration and engine behaviour on both databases."""

@@ -1,0 +1,77 @@
+"""``wepush.server.infra.db.migrate`` from a checkout, from the wheel layout, and the alembic CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import wepush
+from wepush.server.infra.db import current_revision, head_revision, is_up_to_date, upgrade_database
+from wepush.server.infra.db.migrate import MIGRATIONS_DIR_ENV, script_location
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_sync_helpers_migrate_a_new_sqlite_database(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'standalone.db'}"
+    assert current_revision(url) is None
+
+    upgrade_database(url)
+
+    assert current_revision(url) == head_revision()
+    assert is_up_to_date(url)
+
+
+def test_the_checkout_migrations_directory_is_found_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MIGRATIONS_DIR_ENV, raising=False)
+    assert script_location() == REPO / "migrations"
+
+
+def test_the_wheel_layout_wepush_migrations_is_preferred_when_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The wheel force-includes migrations/ as wepush/_migrations inside the namespace package.
+    installed = tmp_path / "site-packages" / "wepush"
+    shutil.copytree(REPO / "migrations", installed / "_migrations")
+    monkeypatch.delenv(MIGRATIONS_DIR_ENV, raising=False)
+    monkeypatch.setattr(wepush, "__path__", [str(installed), *wepush.__path__])
+
+    assert script_location() == installed / "_migrations"
+    url = f"sqlite+aiosqlite:///{tmp_path / 'from-wheel.db'}"
+    upgrade_database(url)
+    assert is_up_to_date(url)
+
+
+def test_an_explicit_migrations_directory_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    override = tmp_path / "custom-migrations"
+    shutil.copytree(REPO / "migrations", override)
+    monkeypatch.setenv(MIGRATIONS_DIR_ENV, str(override))
+    assert script_location() == override
+
+
+def test_the_alembic_command_line_migrates_with_its_own_engine(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alembic",
+            "-c",
+            str(REPO / "alembic.ini"),
+            "-x",
+            f"url={url}",
+            "upgrade",
+            "head",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert is_up_to_date(url)
