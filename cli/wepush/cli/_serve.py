@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import uvicorn
 
 from wepush.server.composition._service import build_service_app, prepare_data_dir
 from wepush.server.config import ConfigError, load_config, render_effective_config
+from wepush.server.infra.logging import configure_logging
 
 
 def serve(*, config_file: Path | None, host: str | None, port: int | None, data_dir: Path | None) -> int:
@@ -18,15 +18,19 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
     except ConfigError as exc:
         sys.stderr.write(f"wepush serve: configuration error: {exc}\n")
         return 2
-    logging.basicConfig(level=config.logging.level, stream=sys.stderr)
-    prepare_data_dir(config)
+    # Every log line, uvicorn's included, goes through the one redacting handler.
+    configure_logging(config.logging.level, config.logging.format, service="wepush-server")
+    if config.standalone:
+        prepare_data_dir(config)
     sys.stderr.write("wepush serve: effective configuration\n" + render_effective_config(config))
-    app = build_service_app(config)
+    sys.stderr.flush()
+    app, _runtime = build_service_app(config)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
             host=config.server.bind_address,
             port=config.server.port,
+            log_config=None,
             log_level=config.logging.level.lower(),
             proxy_headers=False,
             server_header=False,
@@ -34,4 +38,4 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
         )
     )
     server.run()
-    return 0
+    return 0 if server.started else 1

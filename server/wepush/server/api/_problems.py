@@ -149,3 +149,45 @@ async def handle_unexpected(request: ConnexionRequest, exc: Exception) -> Connex
     return problem_response(
         "INTERNAL_ERROR", "The Service could not complete the request.", trace_id=_trace_id(request)
     )
+
+
+def _domain_extras(exc: Exception) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    errors: list[dict[str, str]] = []
+    extra: dict[str, Any] = {}
+    issues = getattr(exc, "issues", None)
+    if issues:
+        errors = [issue.as_dict() for issue in issues]
+    current = getattr(exc, "current_state", None)
+    if current is not None:
+        extra["currentState"] = getattr(current, "value", str(current))
+    allowed = getattr(exc, "allowed_commands", None)
+    if allowed is not None:
+        extra["allowedCommands"] = [getattr(c, "value", str(c)) for c in allowed]
+    allowed_range = getattr(exc, "allowed_range", None)
+    if allowed_range is not None:
+        extra["allowedRange"] = {"min": allowed_range[0], "max": allowed_range[1]}
+    return errors, extra
+
+
+async def handle_coded_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    """Domain and application errors carry a stable ``code`` (and sometimes a ``status``)."""
+    code = str(getattr(exc, "code", "INTERNAL_ERROR"))
+    status = getattr(exc, "status", None)
+    if not isinstance(status, int):
+        status = CODES.get(code, (500, ""))[0]
+    if status >= 500:
+        _log.error("coded error %s in %s %s", code, request.method, request.url.path, exc_info=exc)
+    errors, extra = _domain_extras(exc)
+    return problem_response(
+        code, str(exc), status=status, trace_id=_trace_id(request), errors=errors, extra=extra
+    )
+
+
+async def handle_not_started(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    return problem_response(
+        "INTERNAL_ERROR",
+        "The Service is starting or stopping; retry shortly.",
+        status=503,
+        trace_id=_trace_id(request),
+        headers={"Retry-After": "2"},
+    )

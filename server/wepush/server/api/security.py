@@ -10,11 +10,10 @@ from typing import Any
 
 from connexion.lifecycle import ConnexionRequest
 
+from wepush.server.api._auth import PRINCIPAL_KEY
 from wepush.server.api._context import SCOPE_KEY
 from wepush.server.application._services import ApplicationServices
 from wepush.server.application.auth import Principal
-
-PRINCIPAL_KEY = "principal"
 
 
 def _services(request: ConnexionRequest) -> ApplicationServices:

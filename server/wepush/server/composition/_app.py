@@ -15,9 +15,30 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wepush.server.api._context import SCOPE_KEY
-from wepush.server.api._problems import handle_connexion_problem, handle_http_exception, handle_unexpected
-from wepush.server.application._services import ApplicationServices
+from wepush.server.api._problems import (
+    handle_coded_error,
+    handle_connexion_problem,
+    handle_http_exception,
+    handle_not_started,
+    handle_unexpected,
+)
+from wepush.server.application._services import ApplicationServices, ServiceNotStarted
+from wepush.server.application.credentials import CredentialRejected, TokenMalformed
+from wepush.server.application.idempotency import IdempotencyConflict, IdempotencyKeyInvalid
+from wepush.server.application.paging import CursorInvalid, PageLimitInvalid
 from wepush.server.composition._resolver import HandlerResolver, unimplemented_operations
+from wepush.server.domain import DomainError
+
+#: Errors that carry a stable ``code`` (and maybe ``status``) and become problem+json as they are.
+CODED_ERRORS: tuple[type[Exception], ...] = (
+    DomainError,
+    CursorInvalid,
+    PageLimitInvalid,
+    IdempotencyConflict,
+    IdempotencyKeyInvalid,
+    TokenMalformed,
+    CredentialRejected,
+)
 
 API_DOCS_PATH = "/api/v1/ui"
 OPENAPI_PATH = "/api/v1/openapi.json"
@@ -86,6 +107,9 @@ def create_app(
     )
     app.add_error_handler(ProblemException, handle_connexion_problem)
     app.add_error_handler(HTTPException, handle_http_exception)
+    for coded in CODED_ERRORS:
+        app.add_error_handler(coded, handle_coded_error)
+    app.add_error_handler(ServiceNotStarted, handle_not_started)
     app.add_error_handler(Exception, handle_unexpected)
     asgi: ASGIApp = ServicesMiddleware(app, services)
     if wrap is not None:

@@ -1,18 +1,56 @@
-"""Build a runnable Service from its configuration: adapters, application services, the ASGI app."""
+"""Build a runnable Service from its configuration: adapters, application services, the ASGI app.
+
+Start-up order (the lifespan): open the database (standalone migrates it; server mode only checks the
+revision), load or create the master key, make sure the default workspace and the sealed server keys
+exist, issue the bootstrap admin token on a first start, then build the application services. Shutdown
+undoes it in reverse.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
-from wepush.server.application._services import ApplicationServices
-from wepush.server.application.auth import Principal
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp
+
+from wepush.agent.providers.catalog import ProviderCatalog
+from wepush.server.api.middleware import (
+    BodyLimitOverride,
+    BodySizeLimitMiddleware,
+    SecurityHeadersMiddleware,
+    TraceIdMiddleware,
+    cors_middleware_options,
+)
+from wepush.server.application._deps import ImportLimits, ServiceDeps
+from wepush.server.application._services import ApplicationServices, ResourceServices, StartedServices
+from wepush.server.application.audit import Auditor
+from wepush.server.application.authentication import TokenAuthenticator
+from wepush.server.application.bootstrap import SystemBootstrap
+from wepush.server.application.credentials import TokenHasher
 from wepush.server.application.health import CheckResult, HealthService
+from wepush.server.application.paging import CursorCodec
 from wepush.server.composition._app import ServiceApp, create_app
 from wepush.server.config import ServiceConfig
+from wepush.server.domain import utc_now
+from wepush.server.infra.db import (
+    PoolSettings,
+    SqlUnitOfWorkFactory,
+    create_database,
+    is_up_to_date_async,
+    upgrade_database_async,
+)
+from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
+
+_log = logging.getLogger("wepush.server")
 
 
 def _version() -> str:
@@ -22,39 +60,158 @@ def _version() -> str:
         return "0.0.0+unknown"
 
 
-def _data_dir_check(config: ServiceConfig) -> Any:
-    async def data_dir() -> CheckResult:
-        writable = config.data_dir.is_dir() and os.access(config.data_dir, os.W_OK)
-        return CheckResult("dataDir", writable, "writable" if writable else "not writable")
-
-    return data_dir
-
-
 def prepare_data_dir(config: ServiceConfig) -> None:
     """Standalone owns its data directory: create it private to the Service user."""
     config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     config.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
-class _NoCredentials:
-    """Accepts no credential until the token store is wired in."""
-
-    async def authenticate_api_token(self, token: str) -> Principal | None:
-        return None
-
-    async def authenticate_agent(self, credential: str) -> Principal | None:
-        return None
-
-    async def authenticate_enrollment(self, token: str) -> Principal | None:
-        return None
+def load_key_ring(config: ServiceConfig) -> MasterKeyRing:
+    """Standalone creates its master key on first start; server mode fails closed without one."""
+    path = config.secrets.master_key_file
+    if config.standalone and config.secrets.master_key_env is None and not path.exists():
+        return MasterKeyRing.create_standalone(path)
+    if config.secrets.master_key_env:
+        return MasterKeyRing.load_server(environ=os.environ, env_var=config.secrets.master_key_env)
+    return MasterKeyRing.load_server(path)
 
 
-def build_service_app(config: ServiceConfig) -> ServiceApp:
-    health = HealthService([_data_dir_check(config)])
-    services = ApplicationServices(health=health, auth=_NoCredentials(), mode=config.mode, version=_version())
+def write_bootstrap_token(path: Path, token: str) -> None:
+    """Write the first admin token to a 0600 file; only the path is ever logged."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    os.chmod(path, 0o600)
+
+
+@dataclass
+class ServiceRuntime:
+    """The live adapters of one Service process (owned by the lifespan)."""
+
+    config: ServiceConfig
+    services: ApplicationServices
+    catalog: ProviderCatalog
+    engine: AsyncEngine | None = None
+    uow: SqlUnitOfWorkFactory | None = None
+    deps: ServiceDeps | None = None
+    bootstrap_token_written: bool = False
+    on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
+
+    def _checks(self) -> None:
+        engine = self.engine
+        assert engine is not None
+        url = self.config.database.url
+
+        async def database() -> CheckResult:
+            async with engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+            return CheckResult("database", True, "reachable")
+
+        async def migrations() -> CheckResult:
+            ok = await is_up_to_date_async(url)
+            return CheckResult(
+                "migrations", ok, "at head" if ok else "schema is not at the expected revision"
+            )
+
+        async def secrets() -> CheckResult:
+            return CheckResult("secrets", self.deps is not None, "master key loaded")
+
+        async def artifacts() -> CheckResult:
+            directory = self.config.artifacts.directory
+            ok = directory.is_dir() and os.access(directory, os.W_OK)
+            return CheckResult("artifacts", ok, "writable" if ok else "artifact directory not writable")
+
+        for check in (database, migrations, secrets, artifacts):
+            self.services.health.add_check(check)
+
+    async def start(self) -> None:
+        config = self.config
+        if config.standalone:
+            prepare_data_dir(config)
+        config.artifacts.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if config.standalone:
+            # Standalone is its own migration job; server mode runs `wepush migrate` once per release.
+            await upgrade_database_async(config.database.url)
+        self.engine = create_database(
+            config.database.url, pool=PoolSettings(size=config.database.pool_size), echo=config.database.echo
+        )
+        self.uow = SqlUnitOfWorkFactory(self.engine)
+        self._checks()
+        store = LocalEnvelopeSecretStore(load_key_ring(config))
+        bootstrap = SystemBootstrap(self.uow, store, utc_now)
+        workspace = await bootstrap.ensure_default_workspace()
+        keys = await bootstrap.server_keys(workspace.id)
+        hasher = TokenHasher(keys.token_pepper)
+        token = await bootstrap.ensure_bootstrap_admin(workspace.id, hasher)
+        if token is not None:
+            write_bootstrap_token(config.security.bootstrap_token_file, token)
+            self.bootstrap_token_written = True
+            _log.warning(
+                "bootstrap admin token written to %s (mode 0600)", config.security.bootstrap_token_file
+            )
+        self.deps = ServiceDeps(
+            uow=self.uow,
+            clock=utc_now,
+            auditor=Auditor(utc_now),
+            catalog=self.catalog,
+            secret_store=store,
+            tokens=hasher,
+            import_limits=ImportLimits(
+                max_bytes=config.imports.max_bytes,
+                max_rows=config.imports.max_rows,
+                max_columns=config.imports.max_columns,
+                max_field_length=config.imports.max_field_length,
+            ),
+        )
+        self.services.started = StartedServices(
+            auth=TokenAuthenticator(self.uow, hasher, utc_now),
+            cursors=CursorCodec(keys.cursor_key),
+            resources=ResourceServices.build(self.deps),
+        )
+        for hook in self.on_started:
+            await hook(self)
+
+    async def stop(self) -> None:
+        self.services.started = None
+        if self.engine is not None:
+            await self.engine.dispose()
+            self.engine = None
+
+
+def _is_import_upload(path: str) -> bool:
+    """The audience import upload streams large CSV files; it alone gets the upload limit."""
+    return "/audiences/" in path and "/imports/" in path and path.endswith("/content")
+
+
+def _wrap(config: ServiceConfig) -> Callable[[ASGIApp], ASGIApp]:
+    def wrap(app: ASGIApp) -> ASGIApp:
+        wrapped: ASGIApp = BodySizeLimitMiddleware(
+            app,
+            max_bytes=config.server.max_body_bytes,
+            overrides=[BodyLimitOverride(_is_import_upload, config.server.max_upload_bytes)],
+        )
+        cors = cors_middleware_options(config.server.cors_allowed_origins)
+        if cors is not None:
+            wrapped = CORSMiddleware(wrapped, **cors)
+        wrapped = SecurityHeadersMiddleware(wrapped)
+        return TraceIdMiddleware(wrapped)
+
+    return wrap
+
+
+def build_service_app(
+    config: ServiceConfig, *, catalog: ProviderCatalog | None = None
+) -> tuple[ServiceApp, ServiceRuntime]:
+    services = ApplicationServices(health=HealthService(), mode=config.mode, version=_version())
+    runtime = ServiceRuntime(config, services, catalog or ProviderCatalog.from_entry_points())
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
-        yield
+        await runtime.start()
+        try:
+            yield
+        finally:
+            await runtime.stop()
 
-    return create_app(services, lifespan=lifespan)
+    return create_app(services, lifespan=lifespan, wrap=_wrap(config)), runtime

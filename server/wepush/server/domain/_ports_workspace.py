@@ -42,6 +42,10 @@ class WorkspaceRepository(Protocol):
         self, workspace_id: str, page: PageRequest[Keyset]
     ) -> Page[WorkspaceMember, Keyset]: ...
 
+    async def memberships_of(self, principal_id: str) -> list[WorkspaceMember]:
+        """Every workspace role granted to ``principal_id`` (small: one row per workspace)."""
+        ...
+
     async def update_member(self, member: WorkspaceMember) -> WorkspaceMember: ...
 
     async def remove_member(self, workspace_id: str, principal_id: str) -> None:

@@ -99,6 +99,14 @@ class SqlWorkspaceRepository(SqlRepository):
             descending=False,
         )
 
+    async def memberships_of(self, principal_id: str) -> list[WorkspaceMember]:
+        rows = await self._all(
+            select(workspace_member)
+            .where(workspace_member.c.principal_id == principal_id)
+            .order_by(workspace_member.c.created_at, workspace_member.c.id)
+        )
+        return [_MEMBER.from_row(row) for row in rows]
+
     async def update_member(self, member: WorkspaceMember) -> WorkspaceMember:
         row = await self._update_versioned(
             workspace_member,

@@ -1,0 +1,10 @@
+"""Provider accounts and their secrets (use cases, one transaction each)."""
+
+from __future__ import annotations
+
+from wepush.server.application._deps import ServiceDeps
+
+
+class AccountService:
+    def __init__(self, deps: ServiceDeps) -> None:
+        self._deps = deps

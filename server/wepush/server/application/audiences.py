@@ -1,0 +1,10 @@
+"""Audiences and their immutable snapshots (use cases, one transaction each)."""
+
+from __future__ import annotations
+
+from wepush.server.application._deps import ServiceDeps
+
+
+class AudienceService:
+    def __init__(self, deps: ServiceDeps) -> None:
+        self._deps = deps

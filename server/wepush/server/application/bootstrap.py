@@ -1,0 +1,161 @@
+"""First-start state every Service instance agrees on: the default workspace, the server keys, and the
+bootstrap admin token.
+
+The token pepper and the cursor key must be identical on every Service instance and must never sit in
+the database in plain text, so they are generated once and stored *sealed* by the secret store: the
+database holds ciphertext, the master key (outside the database) opens it. Concurrent first starts race
+on the unique secret record; the loser reads the winner's key.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from wepush.server.application.credentials import TokenHasher, TokenKind
+from wepush.server.domain import (
+    ApiToken,
+    DuplicateResource,
+    NameAlreadyUsed,
+    PageRequest,
+    SecretRecord,
+    UnitOfWorkFactory,
+    Workspace,
+    WorkspaceRole,
+    new_id,
+)
+from wepush.server.domain.secrets import SealedSecret, SecretStore
+
+DEFAULT_WORKSPACE_NAME = "default"
+SYSTEM_OWNER_TYPE = "SYSTEM"
+SYSTEM_OWNER_ID = "service"
+BOOTSTRAP_PRINCIPAL = "bootstrap-admin"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerKeys:
+    token_pepper: bytes
+    cursor_key: bytes
+
+
+class SystemBootstrap:
+    def __init__(
+        self, uow: UnitOfWorkFactory, secret_store: SecretStore, clock: Callable[[], datetime]
+    ) -> None:
+        self._uow = uow
+        self._secrets = secret_store
+        self._clock = clock
+
+    async def ensure_default_workspace(self) -> Workspace:
+        async with self._uow(read_only=True) as uow:
+            existing = await uow.workspaces.find_by_name(DEFAULT_WORKSPACE_NAME)
+        if existing is not None:
+            return existing
+        now = self._clock()
+        try:
+            async with self._uow() as uow:
+                return await uow.workspaces.add(
+                    Workspace(
+                        name=DEFAULT_WORKSPACE_NAME,
+                        description="The default workspace",
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+        except (DuplicateResource, NameAlreadyUsed):
+            async with self._uow(read_only=True) as uow:
+                found = await uow.workspaces.find_by_name(DEFAULT_WORKSPACE_NAME)
+            assert found is not None
+            return found
+
+    async def _system_key(self, workspace_id: str, name: str) -> bytes:
+        async with self._uow(read_only=True) as uow:
+            record = await uow.secret_records.find(workspace_id, SYSTEM_OWNER_TYPE, SYSTEM_OWNER_ID, name)
+        if record is None:
+            record_id = new_id()
+            key = secrets.token_bytes(32)
+            sealed = self._secrets.encrypt(workspace_id, record_id, name, 1, key)
+            now = self._clock()
+            try:
+                async with self._uow() as uow:
+                    await uow.secret_records.add(
+                        SecretRecord(
+                            id=record_id,
+                            workspace_id=workspace_id,
+                            owner_type=SYSTEM_OWNER_TYPE,
+                            owner_id=SYSTEM_OWNER_ID,
+                            name=name,
+                            ciphertext=sealed.ciphertext,
+                            nonce=sealed.nonce,
+                            encrypted_dek=sealed.encrypted_dek,
+                            dek_nonce=sealed.dek_nonce,
+                            algorithm=sealed.algorithm,
+                            key_version=sealed.key_version,
+                            record_version=1,
+                            created_at=now,
+                            updated_at=now,
+                        )
+                    )
+                return key
+            except DuplicateResource:
+                async with self._uow(read_only=True) as uow:
+                    record = await uow.secret_records.find(
+                        workspace_id, SYSTEM_OWNER_TYPE, SYSTEM_OWNER_ID, name
+                    )
+                assert record is not None
+        plain = self._secrets.decrypt(
+            SealedSecret(
+                ciphertext=record.ciphertext,
+                nonce=record.nonce,
+                encrypted_dek=record.encrypted_dek,
+                dek_nonce=record.dek_nonce,
+                algorithm=record.algorithm,
+                key_version=record.key_version,
+            ),
+            workspace_id,
+            record.id,
+            name,
+            record.record_version,
+        )
+        try:
+            return bytes(plain)
+        finally:
+            plain[:] = bytes(len(plain))
+
+    async def server_keys(self, workspace_id: str) -> ServerKeys:
+        return ServerKeys(
+            token_pepper=await self._system_key(workspace_id, "token-pepper"),
+            cursor_key=await self._system_key(workspace_id, "cursor-key"),
+        )
+
+    async def ensure_bootstrap_admin(self, workspace_id: str, hasher: TokenHasher) -> str | None:
+        """Create the first SYSTEM_ADMIN token when the Service has no token at all.
+
+        Returns the plaintext once (the caller writes it to a 0600 file); None when tokens already exist.
+        """
+        async with self._uow(read_only=True) as uow:
+            existing = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=1))
+        if existing.items:
+            return None
+        issued = hasher.issue(TokenKind.USER)
+        now = self._clock()
+        async with self._uow() as uow:
+            again = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=1))
+            if again.items:
+                return None
+            await uow.api_tokens.add(
+                ApiToken(
+                    workspace_id=workspace_id,
+                    name="bootstrap-admin",
+                    token_hash=issued.hash,
+                    token_prefix=issued.prefix_hint,
+                    role=WorkspaceRole.ADMIN,
+                    principal_id=BOOTSTRAP_PRINCIPAL,
+                    system_admin=True,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return issued.plaintext

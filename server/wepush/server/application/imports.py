@@ -1,0 +1,10 @@
+"""CSV/TXT audience imports (use cases, one transaction each)."""
+
+from __future__ import annotations
+
+from wepush.server.application._deps import ServiceDeps
+
+
+class ImportService:
+    def __init__(self, deps: ServiceDeps) -> None:
+        self._deps = deps

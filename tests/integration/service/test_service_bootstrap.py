@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import logging
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.helpers_app import running_app, standalone_config
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+async def test_first_start_writes_a_private_bootstrap_token_and_master_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = standalone_config(tmp_path)
+    caplog.set_level(logging.DEBUG)
+    async with running_app(config) as app:
+        token = app.admin_token
+        assert token is not None
+        assert token.startswith("wpn_")
+        assert _mode(config.security.bootstrap_token_file) == 0o600
+        assert _mode(config.secrets.master_key_file) == 0o600
+        assert str(config.security.bootstrap_token_file) in caplog.text
+        assert token not in caplog.text
+    async with running_app(config) as again:
+        # A restart keeps the first token valid and issues no new one.
+        assert again.runtime.bootstrap_token_written is False
+        response = await again.client.get(
+            "/api/v1/schedules-does-not-exist", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == 404
+
+
+async def test_protected_operations_require_a_valid_token(tmp_path: Path) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        anonymous = await app.client.get("/api/v1/providers")
+        assert anonymous.status_code == 401
+        assert anonymous.headers["content-type"].startswith("application/problem+json")
+        assert anonymous.json()["code"] == "AUTHENTICATION_REQUIRED"
+        forged = await app.client.get("/api/v1/providers", headers={"Authorization": "Bearer wpn_forged"})
+        assert forged.status_code == 401
+        # There is no bypass for loopback callers: the in-process client is as local as it gets.
+        assert (await app.client.get("/api/v1/system/info")).status_code == 200
+
+
+async def test_readiness_checks_database_migrations_secrets_and_artifacts(tmp_path: Path) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        ready = await app.client.get("/health/ready")
+        assert ready.status_code == 200
+        checks = ready.json()["checks"]
+        assert {"database", "migrations", "secrets", "artifacts"} <= set(checks)
+        assert all(check["status"] == "UP" for check in checks.values())
+
+
+async def test_responses_carry_security_headers_and_the_trace_id(tmp_path: Path) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        response = await app.client.get("/health/live", headers={"X-Trace-Id": "trace-abc-123"})
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["x-trace-id"] == "trace-abc-123"
+
+
+async def test_oversized_bodies_are_refused_with_a_problem(tmp_path: Path) -> None:
+    config = standalone_config(tmp_path, WEPUSH_SERVER_MAX_BODY_BYTES="1024")
+    async with running_app(config) as app:
+        response = await app.client.post(
+            "/api/v1/workspaces", headers=app.admin(), content=b"{" + b" " * 4096 + b"}"
+        )
+        assert response.status_code == 413
+        assert response.json()["code"] == "PAYLOAD_TOO_LARGE"
+
+
+async def test_server_mode_without_a_master_key_fails_closed(tmp_path: Path) -> None:
+    config = standalone_config(
+        tmp_path,
+        WEPUSH_MODE="server",
+        WEPUSH_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'server.db'}",
+    )
+    with pytest.raises(RuntimeError, match="startup failed"):
+        async with running_app(config):
+            pass
+    assert not config.secrets.master_key_file.exists()
