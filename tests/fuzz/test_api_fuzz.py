@@ -49,7 +49,7 @@ def _fuzzed(ctx: Any) -> bool:
 
 @schema.include(_fuzzed).parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-def test_implemented_operations_conform_to_the_contract(case: Case, fuzz_target: FuzzTarget) -> None:
+def test_implemented_operations_conform_to_the_contract(case: Case[Any], fuzz_target: FuzzTarget) -> None:
     if case.path_parameters and "workspaceId" in case.path_parameters:
         # Aim most cases at the real workspace so the handlers are reached, not just the 404 path.
         case.path_parameters["workspaceId"] = fuzz_target.workspace_id
