@@ -31,7 +31,7 @@ lint: install
 	$(BIN)/ruff format --check $(PY_SOURCES)
 
 typecheck: install
-	$(BIN)/mypy agent server sdk cli
+	$(BIN)/mypy agent server sdk cli tests
 
 imports: install
 	$(BIN)/lint-imports

@@ -1,0 +1,90 @@
+"""Authentication headers built from resolved secrets.
+
+The ``SecretValue`` objects are closed as soon as the header values exist.
+Python strings cannot be wiped, so the header values live exactly as long as
+the session; ``forget`` drops them at close. The same literals are used to
+mask any echo of a credential in diagnostics or saved response bodies.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from wepush.agent.providers.spi import SecretRef, SecretResolver
+
+from ._config import AuthConfig, AuthType
+
+__all__ = ["MASK", "AuthHeaders"]
+
+MASK = "******"
+
+
+async def _reveal(resolver: SecretResolver, ref: SecretRef | None) -> str:
+    if ref is None:
+        raise ValueError("authentication secret reference is missing")
+    secret = await resolver.resolve(ref)
+    try:
+        return secret.copy_str()
+    finally:
+        secret.close()
+
+
+class AuthHeaders:
+    """Headers that authenticate requests, and the literals that must never leak."""
+
+    __slots__ = ("_headers", "_masked", "_secrets")
+
+    def __init__(
+        self, headers: Mapping[str, str], masked: Mapping[str, str], secrets: tuple[str, ...]
+    ) -> None:
+        self._headers = dict(headers)
+        self._masked = dict(masked)
+        # Longest first, so a secret that contains another is masked whole.
+        self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+
+    @classmethod
+    def none(cls) -> AuthHeaders:
+        return cls({}, {}, ())
+
+    @classmethod
+    async def resolve(cls, auth: AuthConfig, resolver: SecretResolver) -> AuthHeaders:
+        if auth.type is AuthType.BEARER:
+            token = await _reveal(resolver, auth.token)
+            return cls({"Authorization": f"Bearer {token}"}, {"Authorization": f"Bearer {MASK}"}, (token,))
+        if auth.type is AuthType.BASIC:
+            password = await _reveal(resolver, auth.password)
+            pair = f"{auth.username or ''}:{password}"
+            encoded = base64.b64encode(pair.encode("utf-8")).decode("ascii")
+            return cls(
+                {"Authorization": f"Basic {encoded}"},
+                {"Authorization": f"Basic {MASK}"},
+                (password, encoded, pair),
+            )
+        if auth.type is AuthType.HEADER:
+            value = await _reveal(resolver, auth.value)
+            name = auth.header_name or "Authorization"
+            return cls({name: value}, {name: MASK}, (value,))
+        return cls.none()
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return MappingProxyType(self._headers)
+
+    def masked(self) -> dict[str, str]:
+        """The same header names with the credential replaced by a fixed mask."""
+        return dict(self._masked)
+
+    def mask(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def forget(self) -> None:
+        self._headers.clear()
+        self._secrets = ()
+
+    def __repr__(self) -> str:
+        return f"AuthHeaders({sorted(self._masked)})"

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints figures and, as its last line, one JSON object (not part of the test run)."""

@@ -1,0 +1,1 @@
+"""Engine and HTTP Provider throughput, latency and memory benchmark (see ``run.py``)."""
