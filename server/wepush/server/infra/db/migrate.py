@@ -25,14 +25,17 @@ MIGRATIONS_DIR_ENV = "WEPUSH_MIGRATIONS_DIR"
 
 
 def script_location() -> Path:
-    """The Alembic script directory: ``$WEPUSH_MIGRATIONS_DIR``, the wheel's ``wepush/_migrations``, or
-    the checkout's ``migrations/``, whichever exists first."""
+    """The Alembic script directory: ``$WEPUSH_MIGRATIONS_DIR``, the checkout's ``migrations/``, or the
+    wheel's ``wepush/_migrations``, whichever exists first.
+
+    The checkout wins over the packaged copy because an editable install also copies ``_migrations`` into
+    site-packages at install time, and that copy goes stale as soon as a new revision is written."""
     candidates: list[Path] = []
     override = os.environ.get(MIGRATIONS_DIR_ENV)
     if override:
         candidates.append(Path(override))
-    candidates += [Path(entry) / "_migrations" for entry in wepush.__path__]
     candidates.append(Path(__file__).resolve().parents[5] / "migrations")
+    candidates += [Path(entry) / "_migrations" for entry in wepush.__path__]
     for candidate in candidates:
         if (candidate / "env.py").is_file():
             return candidate
