@@ -11,6 +11,7 @@ import pytest
 
 import wepush
 from wepush.server.infra.db import current_revision, head_revision, is_up_to_date, upgrade_database
+from wepush.server.infra.db import migrate
 from wepush.server.infra.db.migrate import MIGRATIONS_DIR_ENV, script_location
 
 REPO = Path(__file__).resolve().parents[3]
@@ -31,13 +32,15 @@ def test_the_checkout_migrations_directory_is_found_by_default(monkeypatch: pyte
     assert script_location() == REPO / "migrations"
 
 
-def test_the_wheel_layout_wepush_migrations_is_preferred_when_installed(
+def test_the_wheel_layout_wepush_migrations_is_used_outside_a_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The wheel force-includes migrations/ as wepush/_migrations inside the namespace package.
+    # The wheel force-includes migrations/ as wepush/_migrations inside the namespace package; an
+    # installed package has no checkout beside it.
     installed = tmp_path / "site-packages" / "wepush"
     shutil.copytree(REPO / "migrations", installed / "_migrations")
     monkeypatch.delenv(MIGRATIONS_DIR_ENV, raising=False)
+    monkeypatch.setattr(migrate, "_checkout_migrations", lambda: tmp_path / "no-checkout" / "migrations")
     monkeypatch.setattr(wepush, "__path__", [str(installed), *wepush.__path__])
 
     assert script_location() == installed / "_migrations"

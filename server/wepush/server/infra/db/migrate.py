@@ -24,6 +24,11 @@ from .engine import READ_ONLY_OPTION, create_database
 MIGRATIONS_DIR_ENV = "WEPUSH_MIGRATIONS_DIR"
 
 
+def _checkout_migrations() -> Path:
+    """Where ``migrations/`` sits when this module runs from a source checkout."""
+    return Path(__file__).resolve().parents[5] / "migrations"
+
+
 def script_location() -> Path:
     """The Alembic script directory: ``$WEPUSH_MIGRATIONS_DIR``, the checkout's ``migrations/``, or the
     wheel's ``wepush/_migrations``, whichever exists first.
@@ -34,7 +39,7 @@ def script_location() -> Path:
     override = os.environ.get(MIGRATIONS_DIR_ENV)
     if override:
         candidates.append(Path(override))
-    candidates.append(Path(__file__).resolve().parents[5] / "migrations")
+    candidates.append(_checkout_migrations())
     candidates += [Path(entry) / "_migrations" for entry in wepush.__path__]
     for candidate in candidates:
         if (candidate / "env.py").is_file():
