@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 import wepush
-from wepush.server.infra.db import current_revision, head_revision, is_up_to_date, upgrade_database
-from wepush.server.infra.db import migrate
+from wepush.server.infra.db import current_revision, head_revision, is_up_to_date, migrate, upgrade_database
 from wepush.server.infra.db.migrate import MIGRATIONS_DIR_ENV, script_location
 
 REPO = Path(__file__).resolve().parents[3]
