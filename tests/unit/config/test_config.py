@@ -102,3 +102,18 @@ def test_effective_config_masks_secrets(tmp_path: Path) -> None:
     assert "******" in rendered
     assert "db.example.com" in rendered
     assert "s3-secret-value-123" not in repr(config.artifacts)
+
+
+def test_listening_beyond_loopback_needs_remote_access(tmp_path: Path) -> None:
+    env = {"WEPUSH_DATA_DIR": str(tmp_path)}
+    with pytest.raises(ConfigError, match="remote-access"):
+        load_config(environ=env, host="0.0.0.0")
+    config = load_config(environ={**env, "WEPUSH_SECURITY_REMOTE_ACCESS": "true"}, host="0.0.0.0")
+    assert config.server.bind_address == "0.0.0.0"
+
+
+def test_loopback_targets_are_off_unless_explicitly_enabled_for_tests(tmp_path: Path) -> None:
+    env = {"WEPUSH_DATA_DIR": str(tmp_path)}
+    assert load_config(environ=env).security.loopback_targets_for_tests is False
+    enabled = load_config(environ={**env, "WEPUSH_SECURITY_LOOPBACK_TARGETS_FOR_TESTS": "true"})
+    assert enabled.security.loopback_targets_for_tests is True

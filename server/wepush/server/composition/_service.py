@@ -36,11 +36,15 @@ from wepush.server.application.audit import Auditor
 from wepush.server.application.authentication import TokenAuthenticator
 from wepush.server.application.bootstrap import SystemBootstrap
 from wepush.server.application.credentials import TokenHasher
+from wepush.server.application.execution._notifier import RunAvailabilityNotifier
 from wepush.server.application.health import CheckResult, HealthService
 from wepush.server.application.paging import CursorCodec
+from wepush.server.application.runs import RunPorts
 from wepush.server.composition._app import ServiceApp, create_app
+from wepush.server.composition._catalog import build_catalog
 from wepush.server.config import ServiceConfig
 from wepush.server.domain import utc_now
+from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import (
     PoolSettings,
     SqlUnitOfWorkFactory,
@@ -48,6 +52,7 @@ from wepush.server.infra.db import (
     is_up_to_date_async,
     upgrade_database_async,
 )
+from wepush.server.infra.events import RunEventBroker, StoredRunEvents
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
 _log = logging.getLogger("wepush.server")
@@ -96,6 +101,9 @@ class ServiceRuntime:
     uow: SqlUnitOfWorkFactory | None = None
     deps: ServiceDeps | None = None
     bootstrap_token_written: bool = False
+    notifier: RunAvailabilityNotifier = field(default_factory=RunAvailabilityNotifier)
+    events: RunEventBroker | None = None
+    artifact_store: LocalArtifactStore | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
 
     def _checks(self) -> None:
@@ -164,16 +172,32 @@ class ServiceRuntime:
                 max_field_length=config.imports.max_field_length,
             ),
         )
+        # Only the local store exists so far; server mode's S3 store is wired here when it lands.
+        self.artifact_store = LocalArtifactStore(config.artifacts.directory)
+        self.events = RunEventBroker(
+            StoredRunEvents(self.uow), poll_interval=config.events.progress_interval.total_seconds()
+        )
+        run_ports = RunPorts(
+            confirmation_key=keys.confirmation_key,
+            notifier=self.notifier,
+            events=self.events,
+            artifacts=self.artifact_store,
+            sse_heartbeat=config.events.sse_heartbeat,
+        )
         self.services.started = StartedServices(
             auth=TokenAuthenticator(self.uow, hasher, utc_now),
             cursors=CursorCodec(keys.cursor_key),
-            resources=ResourceServices.build(self.deps),
+            resources=ResourceServices.build(self.deps, run_ports=run_ports),
         )
         for hook in self.on_started:
             await hook(self)
 
     async def stop(self) -> None:
         self.services.started = None
+        if self.events is not None:
+            # Ends every open SSE stream, so the server's shutdown never waits on a client.
+            await self.events.stop()
+            self.events = None
         if self.engine is not None:
             await self.engine.dispose()
             self.engine = None
@@ -204,7 +228,7 @@ def build_service_app(
     config: ServiceConfig, *, catalog: ProviderCatalog | None = None
 ) -> tuple[ServiceApp, ServiceRuntime]:
     services = ApplicationServices(health=HealthService(), mode=config.mode, version=_version())
-    runtime = ServiceRuntime(config, services, catalog or ProviderCatalog.from_entry_points())
+    runtime = ServiceRuntime(config, services, catalog or build_catalog(config))
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:

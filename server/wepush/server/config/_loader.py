@@ -8,6 +8,7 @@ known key tree, so ``WEPUSH_SERVER_PROT`` fails instead of doing nothing.
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 import os
 from collections.abc import Mapping
@@ -60,6 +61,7 @@ _DEFAULTS: dict[str, Any] = {
         "security": {
             "remote-access": False,
             "bootstrap-token-file": "${WEPUSH_DATA_DIR}/bootstrap-admin.token",
+            "loopback-targets-for-tests": False,
         },
         "events": {"progress-interval": "PT1S", "batch-size": 100, "sse-heartbeat": "PT15S"},
         "logging": {"level": "INFO", "format": "json"},
@@ -198,6 +200,20 @@ def _check_durations(document: dict[str, Any]) -> None:
         raise ConfigError("wepush.events.progress-interval: must be between PT0.5S and PT1S")
 
 
+def _check_bind_address(document: dict[str, Any]) -> None:
+    """Listening beyond loopback is an explicit decision (security.remote-access), never a default."""
+    address = str(document["wepush"]["server"]["bind-address"])
+    try:
+        loopback = ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        loopback = address == "localhost"
+    if not loopback and not document["wepush"]["security"]["remote-access"]:
+        raise ConfigError(
+            f"wepush.server.bind-address: {address} is not a loopback address; "
+            "set wepush.security.remote-access: true to listen on other interfaces"
+        )
+
+
 def load_config(
     config_file: Path | None = None,
     *,
@@ -238,6 +254,7 @@ def load_config(
     )
     _validate(document, "effective configuration")
     _check_durations(document)
+    _check_bind_address(document)
     if document["wepush"]["mode"] == "server" and not document["wepush"]["database"]["url"]:
         raise ConfigError("wepush.database.url: server mode needs a PostgreSQL URL")
     return build_config(document, resolved_data, config_dir)

@@ -64,6 +64,8 @@ class AgentSettings:
 class SecuritySettings:
     remote_access: bool
     bootstrap_token_file: Path
+    #: Test and local development only: lets channel providers reach loopback mock servers.
+    loopback_targets_for_tests: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +185,7 @@ def build_config(document: dict[str, Any], data_dir: Path, config_dir: Path) -> 
             bootstrap_token_file=Path(
                 security.get("bootstrap-token-file") or data_dir / "bootstrap-admin.token"
             ),
+            loopback_targets_for_tests=bool(security.get("loopback-targets-for-tests", False)),
         ),
         events=EventSettings(
             progress_interval=parse_duration(events["progress-interval"]),

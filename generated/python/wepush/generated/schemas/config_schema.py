@@ -66,6 +66,11 @@ class SecuritySettings(BaseModel):
         alias="bootstrap-token-file",
         description="File through which a local client obtains a one-time bootstrap token; null means <data-dir>/bootstrap.token.",
     )
+    loopback_targets_for_tests: bool | None = Field(
+        False,
+        alias="loopback-targets-for-tests",
+        description="TEST AND LOCAL DEVELOPMENT ONLY. Lets the built-in channel providers send to loopback addresses (127.0.0.0/8, ::1) so a local mock server can stand in for a vendor. Never enable it in production: it opens the HTTP provider's SSRF protection for loopback.",
+    )
 
 
 class EventSettings(BaseModel):
