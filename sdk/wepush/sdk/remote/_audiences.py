@@ -1,0 +1,139 @@
+"""Audiences of a workspace: imports (create, upload, preview, errors, commit) and snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from wepush_client import AudiencesApi
+from wepush_client.models import (
+    AudienceCreate,
+    AudienceImport,
+    AudienceImportCommit,
+    AudienceImportCreate,
+    AudienceUpdate,
+)
+
+from ._session import Session
+from ._streams import BinarySource, Destination, Download, download, upload
+from ._support import Body, WorkspaceResource, as_model, iterate_pages, new_idempotency_key
+
+__all__ = ["AudiencesClient"]
+
+_MEDIA_TYPES = {"CSV": "text/csv", "TXT": "text/plain"}
+
+
+class AudiencesClient(WorkspaceResource):
+    """``/workspaces/{id}/audiences``: returns the generated models (``Audience``, ``AudienceImport`` ...).
+
+    An import runs in steps: :meth:`create_import` (settings) → :meth:`upload` (the file, streamed) →
+    :meth:`preview` / :meth:`download_errors` → :meth:`commit_import` (a new immutable snapshot).
+    """
+
+    def __init__(self, session: Session, workspace_id: str) -> None:
+        super().__init__(session, workspace_id)
+        self._api = AudiencesApi(session.api_client)
+
+    def create(self, audience: Body, *, idempotency_key: str | None = None) -> Any:
+        return self._api.create_audience(
+            self._workspace_id,
+            as_model(AudienceCreate, audience),
+            idempotency_key=new_idempotency_key(idempotency_key),
+        )
+
+    def get(self, audience_id: str) -> Any:
+        return self._api.get_audience(self._workspace_id, audience_id)
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None, name: str | None = None) -> Any:
+        return self._api.list_audiences(self._workspace_id, limit=limit, cursor=cursor, name=name)
+
+    def iterate(self, *, name: str | None = None, page_size: int | None = None) -> Iterator[Any]:
+        return iterate_pages(lambda cursor: self.list(limit=page_size, cursor=cursor, name=name))
+
+    def update(self, audience_id: str, update: Body) -> Any:
+        return self._api.update_audience(self._workspace_id, audience_id, as_model(AudienceUpdate, update))
+
+    def delete(self, audience_id: str) -> None:
+        """Refused with RESOURCE_IN_USE while a job references one of the audience's snapshots."""
+        self._api.delete_audience(self._workspace_id, audience_id)
+
+    def create_import(self, audience_id: str, settings: Body, *, idempotency_key: str | None = None) -> Any:
+        """Start an import from ``AudienceImportCreate`` settings; the import waits in state CREATED."""
+        return self._api.create_audience_import(
+            self._workspace_id,
+            audience_id,
+            as_model(AudienceImportCreate, settings),
+            idempotency_key=new_idempotency_key(idempotency_key),
+        )
+
+    def get_import(self, audience_id: str, import_id: str) -> Any:
+        return self._api.get_audience_import(self._workspace_id, audience_id, import_id)
+
+    def upload(
+        self, audience_id: str, import_id: str, source: BinarySource, *, file_format: str = "CSV"
+    ) -> Any:
+        """Stream the import file (a path or a binary stream) in chunks; never held whole in memory.
+
+        ``file_format`` picks the media type (CSV → text/csv, TXT → text/plain) and should match the import's
+        settings. Returns the ``AudienceImport`` in state STAGED (or FAILED, with counts). Not retried: the
+        body is a one-shot stream; on TransportError, read the import's state before uploading again.
+        """
+        try:
+            media_type = _MEDIA_TYPES[file_format.upper()]
+        except KeyError:
+            raise ValueError(f"file_format must be one of {sorted(_MEDIA_TYPES)}") from None
+        document = upload(
+            self._session,
+            self._path("audiences", audience_id, "imports", import_id, "content"),
+            source,
+            content_type=media_type,
+        )
+        return AudienceImport.from_dict(document)
+
+    def preview(self, audience_id: str, import_id: str) -> Any:
+        """Up to 20 accepted and 20 rejected rows (``AudienceImportPreview``)."""
+        return self._api.get_audience_import_preview(self._workspace_id, audience_id, import_id)
+
+    def download_errors(self, audience_id: str, import_id: str, dest: Destination) -> Download:
+        """Stream every rejected row as CSV into ``dest`` (a path or a writable binary stream)."""
+        return download(
+            self._session,
+            self._path("audiences", audience_id, "imports", import_id, "errors"),
+            dest,
+            accept="text/csv",
+        )
+
+    def commit_import(
+        self, audience_id: str, import_id: str, *, version: int, idempotency_key: str | None = None
+    ) -> Any:
+        """Commit a STAGED import as a new ``AudienceSnapshot``.
+
+        ``version`` is the audience version the import was prepared against; 409 VERSION_CONFLICT when the
+        audience changed since, IMPORT_STATE_CONFLICT when the import is not STAGED.
+        """
+        return self._api.commit_audience_import(
+            self._workspace_id,
+            audience_id,
+            import_id,
+            AudienceImportCommit(version=version),
+            idempotency_key=new_idempotency_key(idempotency_key),
+        )
+
+    def list_snapshots(self, audience_id: str, *, limit: int | None = None, cursor: str | None = None) -> Any:
+        return self._api.list_audience_snapshots(self._workspace_id, audience_id, limit=limit, cursor=cursor)
+
+    def iterate_snapshots(self, audience_id: str, *, page_size: int | None = None) -> Iterator[Any]:
+        return iterate_pages(lambda cursor: self.list_snapshots(audience_id, limit=page_size, cursor=cursor))
+
+    def get_snapshot(self, snapshot_id: str) -> Any:
+        return self._api.get_audience_snapshot(self._workspace_id, snapshot_id)
+
+    def list_recipients(
+        self, snapshot_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Any:
+        return self._api.list_audience_snapshot_recipients(
+            self._workspace_id, snapshot_id, limit=limit, cursor=cursor
+        )
+
+    def iterate_recipients(self, snapshot_id: str, *, page_size: int | None = None) -> Iterator[Any]:
+        return iterate_pages(lambda cursor: self.list_recipients(snapshot_id, limit=page_size, cursor=cursor))

@@ -1,0 +1,199 @@
+"""Streamed uploads and downloads over httpx, for bodies too large to hold in memory.
+
+The generated client builds every request body and reads every response body whole, which is wrong for
+a million-row audience file or a multi-gigabyte result artifact. These helpers move the bytes in chunks
+and apply the same typed errors and retry policy as the JSON operations.
+
+- An upload is a PUT of a one-shot stream: it is never retried (the policy never replays a PUT, and a
+  consumed stream could not be replayed anyway).
+- A download is a GET: after a network failure it resumes with a ``Range`` request from the first byte not
+  yet written, and refuses to continue when the server does not answer that range exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from ._errors import InvalidResponse, TransportError, problem_error_from_response
+from ._retry import parse_retry_after
+from ._session import Session
+
+__all__ = ["BinarySource", "Destination", "Download", "download", "upload"]
+
+CHUNK_SIZE = 64 * 1024
+
+BinarySource = str | os.PathLike[str] | IO[bytes]
+Destination = str | os.PathLike[str] | IO[bytes]
+
+_RETRYABLE_HTTPX = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+_UNSATISFIED_RANGE = re.compile(r"bytes \*/(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """What a download wrote: byte count, the full content size when known, and the media type."""
+
+    bytes_written: int
+    total_size: int | None
+    content_type: str | None
+
+
+def _read_chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    # A generator body makes httpx send Transfer-Encoding: chunked, holding one chunk at a time.
+    while block := stream.read(CHUNK_SIZE):
+        yield block
+
+
+def upload(session: Session, path: str, source: BinarySource, *, content_type: str) -> Any:
+    """PUT ``source`` to ``path`` in chunks; returns the decoded JSON answer."""
+    with contextlib.ExitStack() as stack:
+        stream: IO[bytes] = (
+            stack.enter_context(open(source, "rb")) if isinstance(source, (str, os.PathLike)) else source
+        )
+        headers = session.auth_headers(**{"Content-Type": content_type, "Accept": "application/json"})
+        try:
+            response = session.http.request("PUT", path, content=_read_chunks(stream), headers=headers)
+        except httpx.TransportError as exc:
+            raise TransportError(type(exc).__name__, method="PUT", path=path, attempts=1) from exc
+    if not 200 <= response.status_code < 300:
+        raise problem_error_from_response(
+            response.status_code,
+            response.content,
+            retry_after=parse_retry_after(response.headers.get("Retry-After"), now=session.now()),
+        )
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise InvalidResponse(f"PUT {path} answered {response.status_code} without a JSON body") from exc
+
+
+def _range_header(first: int | None, last: int | None) -> str | None:
+    if first is None and last is None:
+        return None
+    return f"bytes={first or 0}-{'' if last is None else last}"
+
+
+def _total_size(response: httpx.Response) -> int | None:
+    match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
+    if match:
+        return None if match.group(3) == "*" else int(match.group(3))
+    length = response.headers.get("Content-Length")
+    return int(length) if length and length.isdigit() and response.status_code == 200 else None
+
+
+def _unsatisfied_size(response: httpx.Response) -> int | None:
+    match = _UNSATISFIED_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
+    return int(match.group(1)) if match else None
+
+
+def _check_range(response: httpx.Response, expected_first: int | None, path: str) -> None:
+    if expected_first is None:
+        return
+    match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
+    if response.status_code != 206 or match is None or int(match.group(1)) != expected_first:
+        raise InvalidResponse(
+            f"GET {path} did not honour the requested range starting at byte {expected_first}"
+        )
+
+
+def _stream_once(
+    session: Session, path: str, sink: IO[bytes], first: int | None, last: int | None, accept: str
+) -> tuple[httpx.Response, int]:
+    """One GET; returns the response and the bytes written (raises mid-body on a dropped connection)."""
+    headers = session.auth_headers(Accept=accept)
+    range_header = _range_header(first, last)
+    if range_header:
+        headers["Range"] = range_header
+    written = 0
+    with session.http.stream("GET", path, headers=headers) as response:
+        if not 200 <= response.status_code < 300:
+            response.read()
+            return response, 0
+        _check_range(response, first, path)
+        try:
+            # Unbuffered: every byte received is written, so a resume starts exactly after it.
+            for block in response.iter_bytes():
+                sink.write(block)
+                written += len(block)
+        except _RETRYABLE_HTTPX as exc:
+            raise _PartialBody(written) from exc
+    return response, written
+
+
+class _PartialBody(Exception):
+    def __init__(self, written: int) -> None:
+        super().__init__(written)
+        self.written = written
+
+
+def _download_into(
+    session: Session, path: str, sink: IO[bytes], first: int | None, last: int | None, accept: str
+) -> Download:
+    written = 0
+    attempt = 0
+    while True:
+        ranged = first is not None or last is not None or written > 0
+        start = (first or 0) + written if ranged else None
+        try:
+            response, chunk = _stream_once(session, path, sink, start, last, accept)
+        except (_PartialBody, *_RETRYABLE_HTTPX) as exc:
+            written += exc.written if isinstance(exc, _PartialBody) else 0
+            delay = session.retry.after_network_error(attempt, "GET", {}, session.rng)
+            if delay is None:
+                cause = exc.__cause__ if isinstance(exc, _PartialBody) else exc
+                raise TransportError(
+                    type(cause).__name__, method="GET", path=path, attempts=attempt + 1
+                ) from cause
+            session.sleep(delay)
+            attempt += 1
+            continue
+        status = response.status_code
+        if 200 <= status < 300:
+            return Download(
+                bytes_written=written + chunk,
+                total_size=_total_size(response),
+                content_type=response.headers.get("Content-Type"),
+            )
+        if status == 416 and written > 0 and _unsatisfied_size(response) == start:
+            # The connection dropped after the last byte but before the response was complete.
+            return Download(bytes_written=written, total_size=start, content_type=None)
+        retry_after = parse_retry_after(response.headers.get("Retry-After"), now=session.now())
+        delay = session.retry.after_status(attempt, "GET", {}, status, retry_after, session.rng)
+        if delay is None:
+            raise problem_error_from_response(status, response.content, retry_after=retry_after)
+        session.sleep(delay)
+        attempt += 1
+
+
+def download(
+    session: Session,
+    path: str,
+    dest: Destination,
+    *,
+    first: int | None = None,
+    last: int | None = None,
+    accept: str = "*/*",
+) -> Download:
+    """GET ``path`` into ``dest`` (a file path, created or truncated, or a writable binary stream).
+
+    ``first``/``last`` select an inclusive byte range. A file this call created is removed again when
+    the download fails, so a failed download never leaves a truncated file that looks complete.
+    """
+    if isinstance(dest, (str, os.PathLike)):
+        target = Path(dest)
+        try:
+            with open(target, "wb") as sink:
+                return _download_into(session, path, sink, first, last, accept)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+    return _download_into(session, path, dest, first, last, accept)

@@ -1,0 +1,80 @@
+"""Small helpers every resource accessor shares: pagination, request bodies, idempotency keys."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from ._errors import InvalidResponse
+from ._session import Session
+
+__all__ = [
+    "Resource",
+    "WorkspaceResource",
+    "as_model",
+    "iterate_pages",
+    "new_idempotency_key",
+    "path_segment",
+]
+
+#: A generated pydantic model instance, or the same document as a JSON-like mapping (camelCase keys).
+Body = Any
+
+
+def new_idempotency_key(given: str | None) -> str:
+    """The caller's key, or a fresh one: every replay-safe POST carries a key so network retries are safe."""
+    return given if given is not None else str(uuid.uuid4())
+
+
+def as_model(model: Any, value: Body) -> Any:
+    """Accept either a generated model or a mapping in the wire format, and return the model."""
+    if isinstance(value, Mapping):
+        return model.from_dict(dict(value))
+    return value
+
+
+def path_segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def iterate_pages(fetch: Callable[[str | None], Any]) -> Iterator[Any]:
+    """Follow ``page.nextCursor`` until ``hasMore`` is false, yielding every item once."""
+    cursor: str | None = None
+    while True:
+        page = fetch(cursor)
+        yield from page.items
+        info = page.page
+        if not info.has_more or not info.next_cursor:
+            return
+        if info.next_cursor == cursor:
+            raise InvalidResponse("the Service returned the same page cursor twice")
+        cursor = info.next_cursor
+
+
+class Resource:
+    """Base of the accessors: holds the shared session."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    @property
+    def _api_client(self) -> Any:
+        return self._session.api_client
+
+
+class WorkspaceResource(Resource):
+    """Base of the workspace-scoped accessors."""
+
+    def __init__(self, session: Session, workspace_id: str) -> None:
+        super().__init__(session)
+        self._workspace_id = workspace_id
+
+    @property
+    def workspace_id(self) -> str:
+        return self._workspace_id
+
+    def _path(self, *segments: str) -> str:
+        encoded = "/".join(path_segment(segment) for segment in segments)
+        return f"/api/v1/workspaces/{path_segment(self._workspace_id)}/{encoded}"

@@ -1,0 +1,110 @@
+"""Accessors outside any one workspace: workspaces, the provider catalog and the agent fleet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from wepush_client import AgentsApi, ProvidersApi, WorkspacesApi
+from wepush_client.models import (
+    AgentCredentialRotation,
+    AgentDisable,
+    EnrollmentTokenCreate,
+    WorkspaceCreate,
+    WorkspaceMemberRoleUpdate,
+    WorkspaceUpdate,
+)
+
+from ._session import Session
+from ._support import Body, Resource, as_model, iterate_pages, new_idempotency_key
+
+__all__ = ["AgentsClient", "ProvidersClient", "WorkspacesClient"]
+
+
+class WorkspacesClient(Resource):
+    """``/workspaces``: returns the generated models (``Workspace``, ``WorkspaceMember`` ...)."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._api = WorkspacesApi(session.api_client)
+
+    def create(self, workspace: Body, *, idempotency_key: str | None = None) -> Any:
+        return self._api.create_workspace(
+            as_model(WorkspaceCreate, workspace), idempotency_key=new_idempotency_key(idempotency_key)
+        )
+
+    def get(self, workspace_id: str) -> Any:
+        return self._api.get_workspace(workspace_id)
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None, name: str | None = None) -> Any:
+        return self._api.list_workspaces(limit=limit, cursor=cursor, name=name)
+
+    def iterate(self, *, name: str | None = None, page_size: int | None = None) -> Iterator[Any]:
+        return iterate_pages(lambda cursor: self.list(limit=page_size, cursor=cursor, name=name))
+
+    def update(self, workspace_id: str, update: Body) -> Any:
+        return self._api.update_workspace(workspace_id, as_model(WorkspaceUpdate, update))
+
+    def list_members(self, workspace_id: str, *, limit: int | None = None, cursor: str | None = None) -> Any:
+        return self._api.list_workspace_members(workspace_id, limit=limit, cursor=cursor)
+
+    def iterate_members(self, workspace_id: str, *, page_size: int | None = None) -> Iterator[Any]:
+        return iterate_pages(lambda cursor: self.list_members(workspace_id, limit=page_size, cursor=cursor))
+
+    def set_member_role(self, workspace_id: str, user_id: str, update: Body) -> Any:
+        return self._api.put_workspace_member_role(
+            workspace_id, user_id, as_model(WorkspaceMemberRoleUpdate, update)
+        )
+
+
+class ProvidersClient(Resource):
+    """``/providers``: the read-only provider catalog (``Provider``, ``ProviderSchemas``)."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._api = ProvidersApi(session.api_client)
+
+    def get(self, provider_id: str) -> Any:
+        return self._api.get_provider(provider_id)
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Any:
+        return self._api.list_providers(limit=limit, cursor=cursor)
+
+    def iterate(self, *, page_size: int | None = None) -> Iterator[Any]:
+        return iterate_pages(lambda cursor: self.list(limit=page_size, cursor=cursor))
+
+    def schemas(self, provider_id: str) -> Any:
+        """The account and message JSON Schemas a client renders its forms from."""
+        return self._api.get_provider_schemas(provider_id)
+
+
+class AgentsClient(Resource):
+    """``/agents``: the agent fleet, system-wide (system administrators only)."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._api = AgentsApi(session.api_client)
+
+    def get(self, agent_id: str) -> Any:
+        return self._api.get_agent(agent_id)
+
+    def list(
+        self, *, limit: int | None = None, cursor: str | None = None, status: Sequence[str] | None = None
+    ) -> Any:
+        return self._api.list_agents(limit=limit, cursor=cursor, status=None if status is None else [*status])
+
+    def iterate(self, *, status: Sequence[str] | None = None, page_size: int | None = None) -> Iterator[Any]:
+        return iterate_pages(lambda cursor: self.list(limit=page_size, cursor=cursor, status=status))
+
+    def create_enrollment_token(self, request: Body | None = None) -> Any:
+        """A one-time enrollment token (returned once, in ``EnrollmentTokenCreated``)."""
+        body = None if request is None else as_model(EnrollmentTokenCreate, request)
+        return self._api.create_enrollment_token(enrollment_token_create=body)
+
+    def disable(self, agent_id: str, request: Body | None = None) -> Any:
+        body = None if request is None else as_model(AgentDisable, request)
+        return self._api.disable_agent(agent_id, agent_disable=body)
+
+    def rotate_credential(self, agent_id: str, request: Body | None = None) -> Any:
+        body = None if request is None else as_model(AgentCredentialRotation, request)
+        return self._api.rotate_agent_credential(agent_id, agent_credential_rotation=body)
