@@ -1,0 +1,116 @@
+"""Parsing provider configuration documents: JSON Schema first, then typed values.
+
+Structure is checked against the packaged schema (every violation reported with a
+JSON pointer), then each provider runs its own semantic checks on the parsed dict.
+Secret fields hold ``{"$secret": name, "namespace"?, "version"?}`` references,
+never values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from wepush.agent.engine import parse_duration
+from wepush.agent.providers.spi import ConfigDocument, SecretRef, ValidationIssue
+
+__all__ = [
+    "DEFAULT_SECRET_NAMESPACE",
+    "ConfigError",
+    "duration_field",
+    "http_timeouts",
+    "issue",
+    "load_object",
+    "secret_ref",
+]
+
+#: Namespace used when a ``{"$secret": ...}`` reference does not name one.
+DEFAULT_SECRET_NAMESPACE = "default"  # noqa: S105 - a namespace name, not a credential
+_REQUIRED = re.compile(r"^'([^']+)' is a required property$")
+
+
+class ConfigError(ValueError):
+    """A configuration failed validation; ``issues`` name every problem (never a secret value)."""
+
+    def __init__(self, issues: list[ValidationIssue] | tuple[ValidationIssue, ...]) -> None:
+        super().__init__("; ".join(f"{i.path or '/'}: {i.message}" for i in issues))
+        self.issues = tuple(issues)
+
+
+def issue(path: str, code: str, message: str) -> ValidationIssue:
+    return ValidationIssue(path, code, message)
+
+
+def _pointer(parts: Any) -> str:
+    return "".join(f"/{str(p).replace('~', '~0').replace('/', '~1')}" for p in parts)
+
+
+def _error_path(err: ValidationError) -> str:
+    """Point a missing-property error at the property itself, so a form can mark the field."""
+    path = _pointer(err.absolute_path)
+    if err.validator == "required":
+        missing = _REQUIRED.match(err.message)
+        if missing is not None:
+            return f"{path}/{missing.group(1)}"
+    return path
+
+
+def load_object(document: ConfigDocument, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The document as a dict, or :class:`ConfigError` listing every schema violation."""
+    try:
+        raw = document.json()
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            [issue("", "NOT_JSON", f"configuration is not a JSON document: {type(exc).__name__}")]
+        ) from None
+    validator = Draft202012Validator(dict(schema))
+    issues = [
+        # The message of a ``const``/``enum`` error quotes the offending value; secret
+        # fields never carry those keywords, so quoting is safe here.
+        issue(_error_path(err), f"SCHEMA_{str(err.validator).upper()}", err.message[:300])
+        for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+    if issues:
+        raise ConfigError(issues)
+    if not isinstance(raw, dict):
+        raise ConfigError([issue("", "NOT_OBJECT", "must be a JSON object")])
+    return raw
+
+
+def secret_ref(node: Any) -> SecretRef | None:
+    """The reference in a ``{"$secret": ...}`` node, or ``None`` when the node is absent."""
+    if not isinstance(node, Mapping) or not isinstance(node.get("$secret"), str):
+        return None
+    version = node.get("version")
+    return SecretRef(
+        namespace=str(node.get("namespace", DEFAULT_SECRET_NAMESPACE)),
+        name=str(node["$secret"]),
+        version=None if version is None else str(version),
+    )
+
+
+def duration_field(
+    raw: Mapping[str, Any], key: str, default: str, issues: list[ValidationIssue]
+) -> timedelta:
+    try:
+        value = parse_duration(str(raw.get(key, default)))
+    except ValueError:
+        issues.append(issue(f"/{key}", "INVALID_DURATION", "must be an ISO-8601 duration such as PT5S"))
+        return parse_duration(default)
+    if value <= timedelta(0):
+        issues.append(issue(f"/{key}", "NOT_POSITIVE", "must be longer than zero"))
+        return parse_duration(default)
+    return value
+
+
+def http_timeouts(raw: Mapping[str, Any], issues: list[ValidationIssue]) -> tuple[timedelta, timedelta]:
+    """``connectTimeout`` (default 5 s) and ``requestTimeout`` (default 15 s) of a vendor account."""
+    return (
+        duration_field(raw, "connectTimeout", "PT5S", issues),
+        duration_field(raw, "requestTimeout", "PT15S", issues),
+    )

@@ -1,0 +1,88 @@
+"""Building the MIME message for one Recipient.
+
+Values go into the HTML part HTML-escaped; header values that would contain a
+line break are refused (header injection), and the ``Message-ID`` is derived
+from the item's idempotency key so every attempt of an item carries the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime
+
+from wepush.agent.providers.spi import ProviderSendRequest
+from wepush.agent.providers.standard._vendor import RenderProblem, html_escape, recipient_fields
+
+from ._config import SmtpAccount, SmtpMessage
+
+__all__ = ["Envelope", "compose", "message_id"]
+
+_ADDRESS = re.compile(r"[^\s@<>()\[\],;:\"\\]+@[^\s@<>()\[\],;:\"\\]+\.[^\s@<>()\[\],;:\"\\]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    sender: str
+    recipient: str
+    content: bytes
+    smtputf8: bool
+    message_id: str
+
+    def __repr__(self) -> str:
+        return f"Envelope(bytes={len(self.content)})"
+
+
+def message_id(idempotency_key: str, from_address: str) -> str:
+    digest = hashlib.sha256(idempotency_key.encode("utf-8")).hexdigest()[:32]
+    return f"<{digest}@{from_address.rpartition('@')[2]}>"
+
+
+def _address(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise RenderProblem("RECIPIENT_VALUE_INVALID", f"field {field!r} is not an e-mail address")
+    text = value.strip()
+    if len(text) > 254 or not _ADDRESS.fullmatch(text):
+        raise RenderProblem("RECIPIENT_VALUE_INVALID", f"field {field!r} is not a valid e-mail address")
+    return text
+
+
+def compose(
+    account: SmtpAccount, message: SmtpMessage, request: ProviderSendRequest, now: datetime
+) -> Envelope:
+    fields = recipient_fields(request.recipient)
+    if message.to_field not in fields:
+        raise RenderProblem("RECIPIENT_FIELD_MISSING", f"recipient has no field {message.to_field!r}")
+    to_address = _address(fields[message.to_field], message.to_field)
+    name = fields.get(message.name_field) if message.name_field else None
+    subject = message.subject.render(fields)
+    mail = EmailMessage(policy=SMTP)
+    try:
+        mail["From"] = Address(account.from_name or "", addr_spec=account.from_address)
+        mail["To"] = Address(str(name) if name else "", addr_spec=to_address)
+        if account.reply_to:
+            mail["Reply-To"] = account.reply_to
+        mail["Subject"] = subject
+    except (ValueError, IndexError) as exc:
+        # The email package refuses CR/LF in headers and malformed addresses.
+        raise RenderProblem(
+            "RECIPIENT_VALUE_INVALID", f"a header value cannot be used: {type(exc).__name__}"
+        ) from None
+    mail["Date"] = format_datetime(now)
+    mail_id = message_id(request.idempotency_key, account.from_address)
+    mail["Message-ID"] = mail_id
+    text = message.text.render(fields) if message.text is not None else None
+    html = message.html.render(fields, html_escape) if message.html is not None else None
+    if text is not None:
+        mail.set_content(text)
+        if html is not None:
+            mail.add_alternative(html, subtype="html")
+    elif html is not None:
+        mail.set_content(html, subtype="html")
+    smtputf8 = not (to_address.isascii() and account.from_address.isascii())
+    return Envelope(account.from_address, to_address, mail.as_bytes(), smtputf8, mail_id)

@@ -1,0 +1,164 @@
+"""WeChat Mini Program subscribe messages: ``/cgi-bin/message/subscribe/send`` per openid."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from yarl import URL
+
+from wepush.agent.engine import ExecutionClock
+from wepush.agent.providers.spi import ConfigDocument, ProviderSendRequest, ValidationIssue
+from wepush.agent.providers.standard._vendor import (
+    MASK,
+    WECHAT_TOKEN_CODES,
+    AccessTokenCache,
+    ConfigError,
+    Credentials,
+    ErrorTable,
+    OutboundRequest,
+    Rendered,
+    Template,
+    TemplateData,
+    TokenVendorSession,
+    VendorHttp,
+    VendorReply,
+    WechatAccount,
+    WechatFactory,
+    errcode_reply,
+    load_object,
+    openid_of,
+    recipient_fields,
+)
+
+from ._errors import WECHAT_MINIPROGRAM_TABLE
+
+__all__ = [
+    "SEND_PATH",
+    "WechatMiniProgramMessage",
+    "WechatMiniProgramSubscribeProviderFactory",
+    "WechatMiniProgramSubscribeSession",
+]
+
+SEND_PATH = "/cgi-bin/message/subscribe/send"
+
+
+@dataclass(frozen=True, slots=True)
+class WechatMiniProgramMessage:
+    template_id: str
+    page: Template | None
+    state: str
+    lang: str
+    data: TemplateData
+    openid_field: str
+
+
+def parse_message(document: ConfigDocument, schema: Mapping[str, Any]) -> WechatMiniProgramMessage:
+    raw = load_object(document, schema)
+    issues: list[ValidationIssue] = []
+    message = WechatMiniProgramMessage(
+        template_id=str(raw["templateId"]),
+        page=Template.checked(raw["page"], "/page", issues) if "page" in raw else None,
+        state=str(raw.get("miniprogramState", "formal")),
+        lang=str(raw.get("lang", "zh_CN")),
+        data=TemplateData.checked(raw["data"], issues),
+        openid_field=str(raw.get("openidField", "openid")),
+    )
+    if any(color for _, _, color in message.data.entries):
+        issues.append(issue_color())
+    if issues:
+        raise ConfigError(issues)
+    return message
+
+
+def issue_color() -> ValidationIssue:
+    return ValidationIssue(
+        "/data", "COLOR_NOT_SUPPORTED", "subscribe messages have no colour; give plain values"
+    )
+
+
+class WechatMiniProgramSubscribeSession(TokenVendorSession):
+    vendor: ClassVar[str] = "WeChat"
+
+    def __init__(
+        self,
+        *,
+        send_url: URL,
+        message: WechatMiniProgramMessage,
+        tokens: AccessTokenCache,
+        table: ErrorTable,
+        http: VendorHttp | None,
+        credentials: Credentials,
+        clock: ExecutionClock,
+    ) -> None:
+        super().__init__(
+            tokens=tokens,
+            token_codes=WECHAT_TOKEN_CODES,
+            table=table,
+            http=http,
+            credentials=credentials,
+            clock=clock,
+        )
+        self._send_url = send_url
+        self._message = message
+
+    def render(self, request: ProviderSendRequest) -> Rendered:
+        fields = recipient_fields(request.recipient)
+        m = self._message
+        payload: dict[str, Any] = {"touser": openid_of(fields, m.openid_field), "template_id": m.template_id}
+        if m.page is not None:
+            payload["page"] = m.page.render(fields)
+        payload["miniprogram_state"] = m.state
+        payload["lang"] = m.lang
+        payload["data"] = m.data.render(fields)
+        return Rendered(payload, "subscribe message")
+
+    def outbound(
+        self,
+        rendered: Rendered,
+        request: ProviderSendRequest,
+        *,
+        reveal: bool,
+        access_token: str | None = None,
+    ) -> OutboundRequest:
+        token = access_token if reveal and access_token is not None else MASK
+        return OutboundRequest(
+            "POST",
+            self._send_url.with_query({"access_token": token}),
+            {"Content-Type": "application/json; charset=utf-8"},
+            json.dumps(rendered.payload, ensure_ascii=False).encode("utf-8"),
+        )
+
+    def read_reply(self, document: dict[str, Any]) -> VendorReply | None:
+        return errcode_reply(document)
+
+
+class WechatMiniProgramSubscribeProviderFactory(WechatFactory[WechatMiniProgramMessage]):
+    """WeChat Mini Program (小程序) subscribe messages on api.weixin.qq.com."""
+
+    package: ClassVar[str] = __name__.rpartition(".")[0]
+    table: ClassVar[ErrorTable] = WECHAT_MINIPROGRAM_TABLE
+    prefix: ClassVar[str] = "WECHAT_MINIPROGRAM"
+
+    def parse_message(self, document: ConfigDocument) -> WechatMiniProgramMessage:
+        return parse_message(document, self.descriptor().schemas.message)
+
+    def create_session(
+        self,
+        account: WechatAccount,
+        message: WechatMiniProgramMessage,
+        credentials: Credentials,
+        http: VendorHttp | None,
+        clock: ExecutionClock,
+    ) -> WechatMiniProgramSubscribeSession:
+        return WechatMiniProgramSubscribeSession(
+            send_url=self.send_url(SEND_PATH),
+            message=message,
+            tokens=self.token_cache(account, credentials, http, clock),
+            table=self.table,
+            http=http,
+            credentials=credentials,
+            clock=clock,
+        )

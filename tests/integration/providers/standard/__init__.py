@@ -1,0 +1,1 @@
+"""Standard channel providers against local vendor servers."""

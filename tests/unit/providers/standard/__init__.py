@@ -1,0 +1,1 @@
+"""Standard channel providers: pure parts (configs, signing, tables, helpers)."""
