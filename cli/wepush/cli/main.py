@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from wepush.cli._plugin import add_plugin_commands
 from wepush.cli._version import product_version
 
 EXIT_USAGE = 2
@@ -63,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     agent = commands.add_parser("agent", help="run a remote agent")
     agent.add_argument("--config", type=Path, help="agent configuration file")
     agent.set_defaults(handler=_agent)
+
+    plugin = commands.add_parser("plugin", help="sign, verify and list provider plugins")
+    add_plugin_commands(plugin)
 
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=_version)

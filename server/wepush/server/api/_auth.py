@@ -21,8 +21,10 @@ def current_principal() -> Principal:
 
 
 def current_trace_id() -> str | None:
-    value = request.headers.get("x-trace-id")
-    return value if value and len(value) <= 128 and value.isprintable() else None
+    """The id the trace middleware bound to this request (it validates or generates it)."""
+    state = request.scope.get("state") or {}
+    value = state.get("trace_id") if isinstance(state, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def header(name: str) -> str | None:

@@ -78,7 +78,7 @@ def problem_body(
         "title": title,
         "status": status or default_status,
         "code": code,
-        "detail": detail,
+        "detail": detail[:4096],
         "errors": [dict(e) for e in errors],
     }
     if trace_id:
@@ -109,22 +109,30 @@ def problem_response(
 
 
 def _trace_id(request: ConnexionRequest) -> str | None:
-    value = request.headers.get("x-trace-id")
-    return value if value and len(value) <= 128 and value.isprintable() else None
+    """The id the trace middleware bound to this request (it validates or generates it)."""
+    state = request.scope.get("state") or {}
+    value = state.get("trace_id") if isinstance(state, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _field_errors(detail: str) -> list[dict[str, str]]:
-    """Connexion reports one message per failure; name the field it is about when we can tell."""
-    field = ""
-    if "'" in detail:
+    """One entry per failure, naming the field: body errors read ``/path: rule``; parameter errors name
+    the parameter in quotes."""
+    if not detail:
+        return []
+    if detail.startswith("/") and ": " in detail:
+        field = detail.split(": ", 1)[0]
+    elif "'" in detail:
         field = detail.split("'")[1]
-    return [{"field": field, "code": "INVALID", "message": detail}] if detail else []
+    else:
+        field = ""
+    return [{"field": field[:512], "code": "INVALID", "message": detail[:1024]}]
 
 
 async def handle_connexion_problem(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
     assert isinstance(exc, ProblemException)
     code = _STATUS_CODES.get(exc.status, "INTERNAL_ERROR" if exc.status >= 500 else "VALIDATION_FAILED")
-    detail = str(exc.detail or exc.title or "")
+    detail = str(exc.detail or exc.title or "")[:4096]
     errors = _field_errors(detail) if code == "VALIDATION_FAILED" else []
     if code == "AUTHENTICATION_REQUIRED":
         # Never echo what was (or was not) presented as a credential.

@@ -1,10 +1,145 @@
-"""User API tokens (use cases, one transaction each)."""
+"""User API tokens (use cases, one transaction each).
+
+Only the keyed hash of a token is stored; the plaintext exists once, in the creation response. A token is
+its own principal (``principal_id`` is the token id), so roles granted to it in other workspaces through
+the members API never widen another token. A workspace ADMIN manages the tokens of that workspace only,
+and never sees or revokes a SYSTEM_ADMIN token.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
+from wepush.server.application._accounts_scan import scan_page
 from wepush.server.application._deps import ServiceDeps
+from wepush.server.application.auth import Principal, Role
+from wepush.server.application.credentials import TokenKind
+from wepush.server.application.errors import FieldIssue, ValidationFailed
+from wepush.server.domain import ApiToken, Keyset, NotFound, Page, PageRequest, WorkspaceRole, new_id
+
+__all__ = ["IssuedToken", "TokenService"]
+
+RESOURCE = "API_TOKEN"
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    """A created token and its plaintext, which is shown to the caller once and never stored."""
+
+    token: ApiToken
+    plaintext: str = field(repr=False)
+
+
+def _created_key(token: ApiToken) -> Keyset:
+    return Keyset(token.created_at, token.id)
 
 
 class TokenService:
     def __init__(self, deps: ServiceDeps) -> None:
         self._deps = deps
+
+    async def list_page(
+        self, principal: Principal, workspace_id: str, page: PageRequest[Keyset]
+    ) -> Page[ApiToken, Keyset]:
+        await authorize_audited(
+            self._deps, principal, workspace_id, Role.ADMIN, action="token.list", resource_type=RESOURCE
+        )
+        async with self._deps.uow(read_only=True) as uow:
+            await ensure_workspace(uow, principal, workspace_id)
+            if principal.system_admin:
+                return await uow.api_tokens.list_page(workspace_id, page)
+            return await scan_page(
+                lambda p: uow.api_tokens.list_page(workspace_id, p),
+                page,
+                keep=lambda t: not t.system_admin,
+                key=_created_key,
+            )
+
+    async def create(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        *,
+        name: str,
+        role: WorkspaceRole,
+        expires_at: datetime | None,
+        trace_id: str | None = None,
+    ) -> IssuedToken:
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.ADMIN,
+            action="token.create",
+            resource_type=RESOURCE,
+            trace_id=trace_id,
+        )
+        now = self._deps.clock()
+        if expires_at is not None and (expires_at.utcoffset() is None or expires_at <= now):
+            raise ValidationFailed(
+                "The token would never be usable.",
+                [FieldIssue("/expiresAt", "OUT_OF_RANGE", "must be a future instant with a time zone")],
+            )
+        issued = self._deps.tokens.issue(TokenKind.USER)
+        token_id = new_id()
+        token = ApiToken(
+            id=token_id,
+            workspace_id=workspace_id,
+            name=name,
+            token_hash=issued.hash,
+            token_prefix=issued.prefix_hint,
+            role=role,
+            principal_id=token_id,
+            expires_at=expires_at,
+            created_at=now,
+            updated_at=now,
+        )
+        async with self._deps.uow() as uow:
+            await ensure_workspace(uow, principal, workspace_id)
+            stored = await uow.api_tokens.add(token)
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                "token.create",
+                RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=stored.id,
+                fields=["name", "role", *(["expiresAt"] if expires_at else [])],
+                summary=f"API token created with the {role.value} role",
+                trace_id=trace_id,
+            )
+        return IssuedToken(stored, issued.plaintext)
+
+    async def revoke(
+        self, principal: Principal, workspace_id: str, token_id: str, *, trace_id: str | None = None
+    ) -> None:
+        """Idempotent: revoking a revoked token changes nothing and records nothing."""
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.ADMIN,
+            action="token.revoke",
+            resource_type=RESOURCE,
+            resource_id=token_id,
+            trace_id=trace_id,
+        )
+        async with self._deps.uow() as uow:
+            token = await uow.api_tokens.get(token_id)
+            if token.workspace_id != workspace_id or (token.system_admin and not principal.system_admin):
+                raise NotFound("api_token", token_id)
+            if token.revoked_at is not None:
+                return
+            await uow.api_tokens.update(replace(token, revoked_at=self._deps.clock()))
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                "token.revoke",
+                RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=token_id,
+                summary="API token revoked",
+                trace_id=trace_id,
+            )

@@ -1,10 +1,270 @@
-"""Workspaces and their members (use cases, one transaction each)."""
+"""Workspaces and their members (use cases, one transaction each).
+
+Only a SYSTEM_ADMIN creates workspaces and sees all of them; everyone else sees the workspaces they hold
+a role in. Member roles are explicit grants to a principal (an API token's principal is the token id).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+from typing import ClassVar
+
+from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
+from wepush.server.application._accounts_scan import scan_page
 from wepush.server.application._deps import ServiceDeps
+from wepush.server.application.auth import Principal, PrincipalType, Role
+from wepush.server.application.authorization import authorize, require_system_admin
+from wepush.server.application.errors import AccessDenied
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.domain import (
+    AuditOutcome,
+    DomainError,
+    JsonObject,
+    Keyset,
+    NotFound,
+    Page,
+    PageRequest,
+    UnitOfWork,
+    VersionConflict,
+    Workspace,
+    WorkspaceMember,
+    WorkspaceRole,
+)
+
+__all__ = ["LastAdminRequired", "WorkspaceService"]
+
+RESOURCE = "WORKSPACE"
+MEMBER_RESOURCE = "WORKSPACE_MEMBER"
+
+
+class LastAdminRequired(DomainError):
+    """Demoting the workspace's last ADMIN member would leave nobody to manage it."""
+
+    code: ClassVar[str] = "RESOURCE_IN_USE"
+
+    def __init__(self, workspace_id: str) -> None:
+        super().__init__(f"workspace {workspace_id} needs at least one ADMIN member")
+
+
+def _created_key(workspace: Workspace) -> Keyset:
+    return Keyset(workspace.created_at, workspace.id)
+
+
+def _matches(workspace: Workspace, needle: str | None) -> bool:
+    return needle is None or needle in workspace.name.casefold()
+
+
+def _after(workspace: Workspace, position: Keyset | None) -> bool:
+    """Newest first by (created_at, id): is ``workspace`` past the page position?"""
+    return position is None or (workspace.created_at, workspace.id) < (position.at, position.id)
 
 
 class WorkspaceService:
     def __init__(self, deps: ServiceDeps) -> None:
         self._deps = deps
+
+    async def list_page(
+        self, principal: Principal, page: PageRequest[Keyset], *, name: str | None = None
+    ) -> Page[Workspace, Keyset]:
+        if principal.type is not PrincipalType.USER:
+            raise AccessDenied("Only user API tokens may call the public API.")
+        needle = name.casefold() if name else None
+        async with self._deps.uow(read_only=True) as uow:
+            if principal.system_admin:
+                if needle is None:
+                    return await uow.workspaces.list_page(page)
+                return await scan_page(
+                    uow.workspaces.list_page, page, keep=lambda w: _matches(w, needle), key=_created_key
+                )
+            # A caller holds roles in a handful of workspaces: page through them in memory.
+            visible: list[Workspace] = []
+            for workspace_id in principal.roles:
+                try:
+                    visible.append(await uow.workspaces.get(workspace_id))
+                except NotFound:
+                    continue
+        ordered = sorted(
+            (w for w in visible if _matches(w, needle) and _after(w, page.after)),
+            key=lambda w: (w.created_at, w.id),
+            reverse=True,
+        )
+        items = ordered[: page.limit]
+        more = len(ordered) > page.limit
+        return Page(items, _created_key(items[-1]) if more else None)
+
+    async def create(
+        self,
+        principal: Principal,
+        *,
+        name: str,
+        description: str,
+        idempotency: IdempotencyRequest | None,
+        render: Callable[[Workspace], JsonObject],
+        trace_id: str | None = None,
+    ) -> Outcome:
+        try:
+            require_system_admin(principal)
+        except AccessDenied:
+            async with self._deps.uow() as uow:
+                await self._deps.auditor.record(
+                    uow,
+                    principal,
+                    "workspace.create",
+                    RESOURCE,
+                    workspace_id=None,
+                    outcome=AuditOutcome.DENIED,
+                    summary="needs the SYSTEM_ADMIN role",
+                    trace_id=trace_id,
+                )
+            raise
+        now = self._deps.clock()
+        async with self._deps.uow() as uow:
+
+            async def action() -> Outcome:
+                workspace = await uow.workspaces.add(
+                    Workspace(name=name, description=description, created_at=now, updated_at=now)
+                )
+                await self._deps.auditor.record(
+                    uow,
+                    principal,
+                    "workspace.create",
+                    RESOURCE,
+                    workspace_id=workspace.id,
+                    resource_id=workspace.id,
+                    fields=["name", *(["description"] if description else [])],
+                    summary="Workspace created",
+                    trace_id=trace_id,
+                )
+                return Outcome(201, render(workspace), workspace.id)
+
+            return await guarded(uow, idempotency, workspace_id=None, now=now, action=action)
+
+    async def get(self, principal: Principal, workspace_id: str) -> Workspace:
+        authorize(principal, workspace_id, Role.VIEWER)
+        async with self._deps.uow(read_only=True) as uow:
+            return await uow.workspaces.get(workspace_id)
+
+    async def update(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        *,
+        name: str,
+        description: str,
+        version: int,
+        trace_id: str | None = None,
+    ) -> Workspace:
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.ADMIN,
+            action="workspace.update",
+            resource_type=RESOURCE,
+            resource_id=workspace_id,
+            trace_id=trace_id,
+        )
+        async with self._deps.uow() as uow:
+            current = await uow.workspaces.get(workspace_id)
+            if current.version != version:
+                raise VersionConflict("workspace", workspace_id, version)
+            updated = await uow.workspaces.update(
+                replace(current, name=name, description=description, version=version)
+            )
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                "workspace.update",
+                RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=workspace_id,
+                fields=[
+                    *(["name"] if name != current.name else []),
+                    *(["description"] if description != current.description else []),
+                ],
+                summary="Workspace updated",
+                trace_id=trace_id,
+            )
+            return updated
+
+    async def list_members(
+        self, principal: Principal, workspace_id: str, page: PageRequest[Keyset]
+    ) -> Page[WorkspaceMember, Keyset]:
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.ADMIN,
+            action="workspace.member.list",
+            resource_type=MEMBER_RESOURCE,
+        )
+        async with self._deps.uow(read_only=True) as uow:
+            await ensure_workspace(uow, principal, workspace_id)
+            return await uow.workspaces.list_members(workspace_id, page)
+
+    async def _other_admins(self, uow: UnitOfWork, workspace_id: str, principal_id: str) -> bool:
+        after: Keyset | None = None
+        while True:
+            page = await uow.workspaces.list_members(workspace_id, PageRequest(limit=200, after=after))
+            if any(m.role is WorkspaceRole.ADMIN and m.principal_id != principal_id for m in page.items):
+                return True
+            if page.next_after is None:
+                return False
+            after = page.next_after
+
+    async def put_member_role(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        user_id: str,
+        role: WorkspaceRole,
+        *,
+        trace_id: str | None = None,
+    ) -> WorkspaceMember:
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.ADMIN,
+            action="workspace.member.put",
+            resource_type=MEMBER_RESOURCE,
+            resource_id=user_id,
+            trace_id=trace_id,
+        )
+        now = self._deps.clock()
+        async with self._deps.uow() as uow:
+            await ensure_workspace(uow, principal, workspace_id)
+            member = await uow.workspaces.find_member(workspace_id, user_id)
+            if member is None:
+                result = await uow.workspaces.add_member(
+                    WorkspaceMember(
+                        workspace_id=workspace_id,
+                        principal_id=user_id,
+                        role=role,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+                summary = f"Member added as {role.value}"
+            elif member.role is role:
+                return member
+            else:
+                if member.role is WorkspaceRole.ADMIN and not await self._other_admins(
+                    uow, workspace_id, user_id
+                ):
+                    raise LastAdminRequired(workspace_id)
+                result = await uow.workspaces.update_member(replace(member, role=role))
+                summary = f"Member role changed from {member.role.value} to {role.value}"
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                "workspace.member.put",
+                MEMBER_RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=user_id,
+                fields=["role"],
+                summary=summary,
+                trace_id=trace_id,
+            )
+            return result

@@ -22,6 +22,7 @@ from wepush.server.api._problems import (
     handle_not_started,
     handle_unexpected,
 )
+from wepush.server.api._validation import validator_map
 from wepush.server.application._services import ApplicationServices, ServiceNotStarted
 from wepush.server.application.credentials import CredentialRejected, TokenMalformed
 from wepush.server.application.idempotency import IdempotencyConflict, IdempotencyKeyInvalid
@@ -103,6 +104,7 @@ def create_app(
         strict_validation=True,
         validate_responses=True,
         pythonic_params=True,
+        validator_map=validator_map(),
         swagger_ui_options=SwaggerUIOptions(spec_path=OPENAPI_PATH, swagger_ui_path=API_DOCS_PATH),
     )
     app.add_error_handler(ProblemException, handle_connexion_problem)

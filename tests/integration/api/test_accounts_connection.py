@@ -1,0 +1,99 @@
+"""The explicit connection test, against a vendor stand-in on loopback."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from tests.integration.api._support import (
+    API,
+    OTHER_SECRET_VALUE,
+    SECRET_VALUE,
+    accounts_url,
+    create_account,
+    default_workspace,
+    http_account,
+    loopback_catalog,
+    service,
+    vendor_server,
+)
+
+
+def _unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_connection_test_uses_the_stored_secret_and_is_never_implicit(tmp_path: Path) -> None:
+    async with vendor_server(SECRET_VALUE) as vendor, service(tmp_path, catalog=loopback_catalog()) as app:
+        ws = await default_workspace(app)
+        created = await create_account(app, ws, http_account(base_url=vendor.base_url))
+        assert vendor.seen_authorization == []  # saving never contacts the endpoint
+
+        response = await app.client.post(
+            accounts_url(ws, created["id"], "connection-test"), headers=app.admin()
+        )
+        assert response.status_code == 200
+        result = response.json()
+        assert result["ok"] is True
+        assert "category" not in result
+        assert result["latencyMs"] >= 0
+        assert vendor.seen_authorization == [f"Bearer {SECRET_VALUE}"]
+
+
+async def test_rejected_credentials_are_reported_as_an_authentication_failure(tmp_path: Path) -> None:
+    async with (
+        vendor_server(OTHER_SECRET_VALUE) as vendor,
+        service(tmp_path, catalog=loopback_catalog()) as app,
+    ):
+        ws = await default_workspace(app)
+        created = await create_account(app, ws, http_account(base_url=vendor.base_url))
+        response = await app.client.post(
+            accounts_url(ws, created["id"], "connection-test"), headers=app.admin(), json={"timeout": "PT3S"}
+        )
+        assert response.status_code == 200
+        result = response.json()
+        assert (result["ok"], result["category"]) == (False, "AUTHENTICATION")
+        assert SECRET_VALUE not in response.text
+
+        audit = await app.client.get(
+            f"{API}/workspaces/{ws}/audit-events",
+            headers=app.admin(),
+            params={"action": "account.test-connection"},
+        )
+        [event] = audit.json()["items"]
+        assert (event["outcome"], event["resourceId"]) == ("FAILED", created["id"])
+        assert event["details"]["summary"] == "Connection test failed: AUTHENTICATION"
+
+
+async def test_unreachable_endpoint_is_a_network_failure(tmp_path: Path) -> None:
+    async with service(tmp_path, catalog=loopback_catalog()) as app:
+        ws = await default_workspace(app)
+        base_url = f"http://127.0.0.1:{_unused_port()}/api"
+        created = await create_account(app, ws, http_account(base_url=base_url))
+        response = await app.client.post(
+            accounts_url(ws, created["id"], "connection-test"), headers=app.admin()
+        )
+        assert response.status_code == 200
+        assert (response.json()["ok"], response.json()["category"]) == (False, "NETWORK")
+
+
+async def test_timeout_out_of_range_is_refused(tmp_path: Path) -> None:
+    async with service(tmp_path, catalog=loopback_catalog()) as app:
+        ws = await default_workspace(app)
+        created = await create_account(app, ws, http_account(base_url="http://127.0.0.1:9/api"))
+        url = accounts_url(ws, created["id"], "connection-test")
+        for timeout in ("PT0S", "PT10M", "P99999999999999D"):
+            response = await app.client.post(url, headers=app.admin(), json={"timeout": timeout})
+            assert response.status_code == 400
+            assert response.json()["errors"][0]["field"] == "/timeout"
+
+
+async def test_connection_test_of_a_missing_account_is_not_found(tmp_path: Path) -> None:
+    async with service(tmp_path, catalog=loopback_catalog()) as app:
+        ws = await default_workspace(app)
+        response = await app.client.post(
+            accounts_url(ws, "no-such-account", "connection-test"), headers=app.admin()
+        )
+        assert response.status_code == 404

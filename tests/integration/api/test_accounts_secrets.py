@@ -1,0 +1,208 @@
+"""Account secrets: REPLACE / KEEP / omit semantics, and the value never leaves the Service in any form."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import sqlite3
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers_app import RunningApp
+from tests.integration.api._support import (
+    API,
+    OTHER_SECRET_VALUE,
+    SECRET_VALUE,
+    accounts_url,
+    create_account,
+    default_workspace,
+    http_account,
+    loopback_catalog,
+    service,
+    uow,
+    vendor_server,
+)
+from wepush.agent.engine import SecretNotFoundError, SecretRef
+from wepush.server.application.accounts import AccountSecretResolver
+
+
+def _two_secret_account(base_url: str = "https://api.example.com") -> dict[str, object]:
+    body = http_account(base_url=base_url)
+    body["secrets"] = {
+        "http-account-token": {"operation": "REPLACE", "value": SECRET_VALUE},
+        "spare": {"operation": "REPLACE", "value": OTHER_SECRET_VALUE},
+    }
+    return body
+
+
+async def _resolver(app: RunningApp, workspace_id: str, account_id: str) -> AccountSecretResolver:
+    assert app.runtime.deps is not None
+    return await AccountSecretResolver.load(uow(app), app.runtime.deps.secret_store, workspace_id, account_id)
+
+
+async def _reveal(resolver: AccountSecretResolver, name: str) -> str:
+    with await resolver.resolve(SecretRef("default", name)) as value:
+        return value.copy_str()
+
+
+async def test_keep_retains_omitted_removes_and_replace_rotates(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        created = await create_account(app, ws, _two_secret_account())
+        assert set(created["secrets"]) == {"http-account-token", "spare"}
+        url = accounts_url(ws, created["id"])
+
+        kept = await app.client.put(
+            url,
+            headers=app.admin(),
+            json={
+                "name": created["name"],
+                "config": created["config"],
+                "secrets": {"http-account-token": {"operation": "KEEP"}},
+                "version": 1,
+            },
+        )
+        assert kept.status_code == 200, kept.text
+        # The omitted secret is removed; the kept one is untouched (same change time, same value).
+        assert kept.json()["secrets"] == {"http-account-token": created["secrets"]["http-account-token"]}
+        resolver = await _resolver(app, ws, created["id"])
+        assert resolver.names == {"http-account-token"}
+        assert await _reveal(resolver, "http-account-token") == SECRET_VALUE
+
+        replaced = await app.client.put(
+            url,
+            headers=app.admin(),
+            json={
+                "name": created["name"],
+                "config": created["config"],
+                "secrets": {"http-account-token": {"operation": "REPLACE", "value": OTHER_SECRET_VALUE}},
+                "version": 2,
+            },
+        )
+        assert replaced.status_code == 200, replaced.text
+        resolver = await _resolver(app, ws, created["id"])
+        assert await _reveal(resolver, "http-account-token") == OTHER_SECRET_VALUE
+        async with uow(app)(read_only=True) as tx:
+            records = await tx.secret_records.list_for_owner(ws, "ACCOUNT", created["id"])
+        # A replacement is a new record version, so the old ciphertext can never be put back.
+        assert [(r.name, r.record_version) for r in records] == [("http-account-token", 2)]
+
+
+async def test_keep_of_an_unknown_secret_is_refused(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        body = http_account(value=None)
+        body["secrets"] = {"http-account-token": {"operation": "KEEP"}}
+        response = await app.client.post(accounts_url(ws), headers=app.admin(), json=body)
+        assert response.status_code == 400
+        fields = {(e["field"], e["code"]) for e in response.json()["errors"]}
+        assert ("/secrets/http-account-token", "SECRET_NOT_CONFIGURED") in fields
+
+
+async def test_removing_a_referenced_secret_is_refused(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        created = await create_account(app, ws, http_account())
+        response = await app.client.put(
+            accounts_url(ws, created["id"]),
+            headers=app.admin(),
+            json={"name": created["name"], "config": created["config"], "version": 1},
+        )
+        assert response.status_code == 400
+        assert response.json()["errors"][0]["field"] == "/config/auth/token"
+        resolver = await _resolver(app, ws, created["id"])
+        assert await _reveal(resolver, "http-account-token") == SECRET_VALUE
+
+
+async def test_resolver_refuses_unknown_names_and_stale_versions(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        created = await create_account(app, ws, http_account())
+        resolver = await _resolver(app, ws, created["id"])
+        assert SECRET_VALUE not in repr(resolver)
+        with pytest.raises(SecretNotFoundError):
+            await resolver.resolve(SecretRef("default", "spare"))
+        with pytest.raises(SecretNotFoundError):
+            await resolver.resolve(SecretRef("default", "http-account-token", version="7"))
+        value = await resolver.resolve(SecretRef("default", "http-account-token", version="1"))
+        assert SECRET_VALUE not in repr(value)
+        value.close()
+
+
+def _forms(secret: str) -> list[bytes]:
+    raw = secret.encode()
+    return [raw, raw.hex().encode(), base64.b64encode(raw), base64.urlsafe_b64encode(raw).rstrip(b"=")]
+
+
+def _database_path(app: RunningApp) -> Path:
+    url = app.runtime.config.database.url
+    assert url.startswith("sqlite+aiosqlite:///")
+    return Path(url.removeprefix("sqlite+aiosqlite:///"))
+
+
+def _assert_not_in_database(path: Path, secrets: list[str]) -> None:
+    files = [p for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+    for file in files:
+        data = file.read_bytes()
+        for secret in secrets:
+            for form in _forms(secret):
+                assert form not in data, f"a form of a secret is in {file.name}"
+    connection = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        assert "secret_record" in tables
+        for table in tables:
+            for row in connection.execute(f'SELECT * FROM "{table}"'):
+                for value in row:
+                    data = value if isinstance(value, bytes) else str(value).encode()
+                    for secret in secrets:
+                        assert not any(form in data for form in _forms(secret)), f"a secret is in {table}"
+    finally:
+        connection.close()
+
+
+async def test_secret_values_never_leave_the_service(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    responses: list[httpx.Response] = []
+    async with (
+        vendor_server(OTHER_SECRET_VALUE) as vendor,
+        service(tmp_path, catalog=loopback_catalog()) as app,
+    ):
+        ws = await default_workspace(app)
+        headers = {**app.admin(), "Idempotency-Key": "secret-flow-1"}
+        body = _two_secret_account(vendor.base_url)
+        first = await app.client.post(accounts_url(ws), headers=headers, json=body)
+        responses.append(first)
+        responses.append(await app.client.post(accounts_url(ws), headers=headers, json=body))
+        account_url = accounts_url(ws, first.json()["id"])
+        responses.append(await app.client.get(account_url, headers=app.admin()))
+        responses.append(await app.client.get(accounts_url(ws), headers=app.admin()))
+        update = {
+            "name": "orders",
+            "config": first.json()["config"],
+            "secrets": {"http-account-token": {"operation": "REPLACE", "value": OTHER_SECRET_VALUE}},
+            "version": 1,
+        }
+        responses.append(await app.client.put(account_url, headers=app.admin(), json=update))
+        # A refused write (stale version) must not echo the value it carried either.
+        responses.append(await app.client.put(account_url, headers=app.admin(), json=update))
+        # The connection test opens the (replaced) secret in memory and sends it to the vendor only.
+        tested = await app.client.post(f"{account_url}/connection-test", headers=app.admin())
+        assert tested.json()["ok"] is True
+        assert vendor.seen_authorization == [f"Bearer {OTHER_SECRET_VALUE}"]
+        responses.append(tested)
+        responses.append(await app.client.get(f"{API}/workspaces/{ws}/audit-events", headers=app.admin()))
+        assert [r.status_code for r in responses] == [201, 201, 200, 200, 200, 409, 200, 200]
+        for response in responses:
+            for secret in (SECRET_VALUE, OTHER_SECRET_VALUE):
+                assert secret not in response.text
+        database = _database_path(app)
+        _assert_not_in_database(database, [SECRET_VALUE, OTHER_SECRET_VALUE])
+    _assert_not_in_database(database, [SECRET_VALUE, OTHER_SECRET_VALUE])
+    assert caplog.records, "the flow produced no log records to inspect"
+    for secret in (SECRET_VALUE, OTHER_SECRET_VALUE):
+        assert secret not in caplog.text

@@ -1,0 +1,162 @@
+"""The audit trail: what was recorded (field names, never values), filters, pages and who may read it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from tests.integration.api._support import (
+    API,
+    SECRET_VALUE,
+    accounts_url,
+    create_account,
+    default_workspace,
+    http_account,
+    issue_token,
+    service,
+)
+
+
+def audit_url(workspace_id: str) -> str:
+    return f"{API}/workspaces/{workspace_id}/audit-events"
+
+
+async def test_account_changes_are_audited_with_field_names_only(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        created = await create_account(app, ws, http_account())
+        update = {
+            "name": "orders",
+            "config": {**created["config"], "baseUrl": "https://api2.example.com"},
+            "secrets": {"http-account-token": {"operation": "REPLACE", "value": SECRET_VALUE + "-2"}},
+            "version": 1,
+        }
+        assert (
+            await app.client.put(accounts_url(ws, created["id"]), headers=app.admin(), json=update)
+        ).status_code == 200
+        assert (
+            await app.client.delete(accounts_url(ws, created["id"]), headers=app.admin())
+        ).status_code == 204
+
+        response = await app.client.get(
+            audit_url(ws),
+            headers=app.admin(),
+            params={"resourceType": "ACCOUNT", "resourceId": created["id"]},
+        )
+        assert response.status_code == 200
+        assert SECRET_VALUE not in response.text
+        events = {e["action"]: e for e in response.json()["items"]}
+        assert list(events) == ["account.delete", "account.update", "account.create"]
+        assert events["account.create"]["details"]["fieldNames"] == [
+            "config.auth",
+            "config.baseUrl",
+            "config.connectTimeout",
+            "name",
+            "providerId",
+            "secrets.http-account-token",
+        ]
+        assert events["account.update"]["details"]["fieldNames"] == [
+            "config.baseUrl",
+            "secrets.http-account-token",
+        ]
+        assert events["account.delete"]["details"]["fieldNames"] == ["secrets.http-account-token"]
+        actor = events["account.create"]["actor"]
+        assert (actor["type"], actor["id"]) == ("USER", "bootstrap-admin")
+
+
+async def test_filters_by_actor_and_time_and_pages_newest_first(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        operator_id, operator = await issue_token(app, ws, "OPERATOR")
+        for index in range(5):
+            response = await app.client.post(
+                accounts_url(ws), headers=operator, json=http_account(f"a{index}")
+            )
+            assert response.status_code == 201
+        await create_account(app, ws, http_account("by-admin"))
+
+        seen: list[str] = []
+        params: dict[str, str | int] = {"actorId": operator_id, "limit": 2}
+        while True:
+            page = (await app.client.get(audit_url(ws), headers=app.admin(), params=params)).json()
+            seen.extend(e["resourceId"] for e in page["items"])
+            assert all(e["actor"]["id"] == operator_id for e in page["items"])
+            if not page["page"]["hasMore"]:
+                break
+            params["cursor"] = page["page"]["nextCursor"]
+        listed = (await app.client.get(accounts_url(ws), headers=app.admin(), params={"name": "a"})).json()
+        operator_accounts = [a["id"] for a in listed["items"] if a["name"] != "by-admin"]
+        assert seen == operator_accounts  # both newest first, one event per create
+
+        everything = (await app.client.get(audit_url(ws), headers=app.admin(), params={"limit": 100})).json()
+        times = [datetime.fromisoformat(e["occurredAt"]) for e in everything["items"]]
+        assert times == sorted(times, reverse=True)
+        middle = times[len(times) // 2]
+        bound = middle.isoformat()
+        later = (
+            await app.client.get(
+                audit_url(ws), headers=app.admin(), params={"occurredAfter": bound, "limit": 100}
+            )
+        ).json()
+        assert [datetime.fromisoformat(e["occurredAt"]) for e in later["items"]] == [
+            t for t in times if t > middle
+        ]
+        earlier = (
+            await app.client.get(
+                audit_url(ws), headers=app.admin(), params={"occurredBefore": bound, "limit": 100}
+            )
+        ).json()
+        assert [datetime.fromisoformat(e["occurredAt"]) for e in earlier["items"]] == [
+            t for t in times if t < middle
+        ]
+
+
+async def test_tampered_or_foreign_cursor_is_refused(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        for index in range(3):
+            await create_account(app, ws, http_account(f"a{index}"))
+        page = (await app.client.get(audit_url(ws), headers=app.admin(), params={"limit": 1})).json()
+        cursor = page["page"]["nextCursor"]
+        payload, _, tag = cursor.partition(".")
+        flipped = payload[:-1] + ("A" if payload[-1] != "A" else "B") + "." + tag
+        tampered = await app.client.get(
+            audit_url(ws), headers=app.admin(), params={"limit": 1, "cursor": flipped}
+        )
+        assert tampered.status_code == 400
+        assert tampered.json()["code"] == "CURSOR_INVALID"
+        other_filter = await app.client.get(
+            audit_url(ws),
+            headers=app.admin(),
+            params={"limit": 1, "cursor": cursor, "action": "account.create"},
+        )
+        assert other_filter.json()["code"] == "CURSOR_INVALID"
+        other_resource = await app.client.get(
+            accounts_url(ws), headers=app.admin(), params={"cursor": cursor}
+        )
+        assert other_resource.json()["code"] == "CURSOR_INVALID"
+        bad_time = await app.client.get(
+            audit_url(ws), headers=app.admin(), params={"occurredAfter": "yesterday"}
+        )
+        assert bad_time.status_code == 400
+
+
+async def test_only_admins_read_the_audit_log_and_denials_are_recorded(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        viewer_id, viewer = await issue_token(app, ws, "VIEWER")
+        _, operator = await issue_token(app, ws, "OPERATOR")
+        assert (await app.client.get(audit_url(ws), headers=viewer)).status_code == 403
+        assert (await app.client.get(audit_url(ws), headers=operator)).status_code == 403
+        assert (
+            await app.client.post(accounts_url(ws), headers=viewer, json=http_account())
+        ).status_code == 403
+        _, admin = await issue_token(app, ws, "ADMIN")
+        denied = await app.client.get(audit_url(ws), headers=admin, params={"actorId": viewer_id})
+        assert [(e["action"], e["outcome"]) for e in denied.json()["items"]] == [
+            ("account.create", "DENIED"),
+            ("audit.read", "DENIED"),
+        ]
+        tokens = await app.client.get(audit_url(ws), headers=admin, params={"action": "token.create"})
+        assert len(tokens.json()["items"]) == 3
+        assert all(e["details"]["fieldNames"] == ["name", "role"] for e in tokens.json()["items"])

@@ -1,0 +1,136 @@
+"""API tokens: shown once, listed as metadata, revoked for good, and confined to their workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.integration.api._support import (
+    API,
+    bearer,
+    create_workspace,
+    default_workspace,
+    issue_token,
+    service,
+)
+
+
+def tokens_url(workspace_id: str, *rest: str) -> str:
+    return "/".join([f"{API}/workspaces/{workspace_id}/api-tokens", *rest])
+
+
+async def test_created_token_is_shown_once_and_works(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        response = await app.client.post(
+            tokens_url(ws),
+            headers=app.admin(),
+            json={"name": "ci", "role": "OPERATOR", "expiresAt": "2099-01-01T00:00:00Z"},
+        )
+        assert response.status_code == 201
+        created = response.json()
+        plaintext = created["token"]
+        assert plaintext.startswith("wpn_")
+        assert created["tokenPrefix"] == plaintext[:8]
+        assert (created["role"], created["expiresAt"], created["revokedAt"]) == (
+            "OPERATOR",
+            "2099-01-01T00:00:00Z",
+            None,
+        )
+        assert response.headers["location"] == f"{tokens_url(ws)}/{created['id']}"
+
+        usable = await app.client.get(f"{API}/workspaces/{ws}/accounts", headers=bearer(plaintext))
+        assert usable.status_code == 200
+
+        listed = await app.client.get(tokens_url(ws), headers=app.admin())
+        assert listed.status_code == 200
+        assert plaintext not in listed.text
+        [item] = [t for t in listed.json()["items"] if t["id"] == created["id"]]
+        assert "token" not in item
+        assert item["lastUsedAt"] is not None  # it was just used
+
+
+async def test_revoked_token_is_refused_and_revocation_is_idempotent(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        token_id, headers = await issue_token(app, ws, "VIEWER")
+        assert (await app.client.get(f"{API}/workspaces/{ws}", headers=headers)).status_code == 200
+        first = await app.client.delete(tokens_url(ws, token_id), headers=app.admin())
+        again = await app.client.delete(tokens_url(ws, token_id), headers=app.admin())
+        assert (first.status_code, again.status_code) == (204, 204)
+        refused = await app.client.get(f"{API}/workspaces/{ws}", headers=headers)
+        assert refused.status_code == 401
+        assert refused.json()["code"] == "AUTHENTICATION_REQUIRED"
+        listed = await app.client.get(tokens_url(ws), headers=app.admin())
+        [item] = [t for t in listed.json()["items"] if t["id"] == token_id]
+        assert item["revokedAt"] is not None
+        audit = await app.client.get(
+            f"{API}/workspaces/{ws}/audit-events", headers=app.admin(), params={"action": "token.revoke"}
+        )
+        assert [e["resourceId"] for e in audit.json()["items"]] == [token_id]  # the no-op left no record
+
+
+async def test_expiry_in_the_past_is_refused(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        response = await app.client.post(
+            tokens_url(ws),
+            headers=app.admin(),
+            json={"name": "old", "role": "VIEWER", "expiresAt": "2001-01-01T00:00:00Z"},
+        )
+        assert response.status_code == 400
+        assert response.json()["errors"][0]["field"] == "/expiresAt"
+
+
+async def test_workspace_admin_manages_only_its_own_workspace_tokens(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        default = await default_workspace(app)
+        other = await create_workspace(app, "team-b")
+        default_token, _ = await issue_token(app, default, "VIEWER")
+        _, admin_b = await issue_token(app, other, "ADMIN")
+
+        for response in (
+            await app.client.get(tokens_url(default), headers=admin_b),
+            await app.client.post(tokens_url(default), headers=admin_b, json={"name": "x", "role": "ADMIN"}),
+            await app.client.delete(tokens_url(default, default_token), headers=admin_b),
+            # The token id under the admin's own workspace is not theirs either.
+            await app.client.delete(tokens_url(other, default_token), headers=admin_b),
+        ):
+            assert response.status_code == 404
+
+        # A workspace ADMIN of the default workspace does not see or revoke the SYSTEM_ADMIN token.
+        _, admin_default = await issue_token(app, default, "ADMIN")
+        listed = await app.client.get(tokens_url(default), headers=admin_default)
+        names = {t["name"] for t in listed.json()["items"]}
+        assert "bootstrap-admin" not in names
+        assert {"viewer-token", "admin-token"} <= names
+        system = await app.client.get(tokens_url(default), headers=app.admin())
+        [bootstrap] = [t for t in system.json()["items"] if t["name"] == "bootstrap-admin"]
+        refused = await app.client.delete(tokens_url(default, bootstrap["id"]), headers=admin_default)
+        assert refused.status_code == 404
+        assert (await app.client.get(f"{API}/workspaces", headers=app.admin())).status_code == 200
+
+
+async def test_operator_cannot_manage_tokens(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        _, operator = await issue_token(app, ws, "OPERATOR")
+        listed = await app.client.get(tokens_url(ws), headers=operator)
+        created = await app.client.post(tokens_url(ws), headers=operator, json={"name": "x", "role": "ADMIN"})
+        assert (listed.status_code, created.status_code) == (403, 403)
+
+
+async def test_token_pages_follow_the_cursor(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        issued = {(await issue_token(app, ws, "VIEWER", name=f"t{i}"))[0] for i in range(5)}
+        _, admin = await issue_token(app, ws, "ADMIN", name="pager")
+        seen: list[str] = []
+        params: dict[str, str | int] = {"limit": 2}
+        while True:
+            page = (await app.client.get(tokens_url(ws), headers=admin, params=params)).json()
+            seen.extend(t["id"] for t in page["items"])
+            if not page["page"]["hasMore"]:
+                break
+            params["cursor"] = page["page"]["nextCursor"]
+        assert len(seen) == len(set(seen)) == 6  # five viewers and the pager, never the system token
+        assert issued < set(seen)

@@ -1,0 +1,131 @@
+"""Workspaces and member roles through the real API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.integration.api._support import (
+    API,
+    accounts_url,
+    create_workspace,
+    default_workspace,
+    http_account,
+    issue_token,
+    service,
+)
+
+
+async def test_system_admin_sees_every_workspace_and_members_only_their_own(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        team_b = await create_workspace(app, "Team B")
+        await create_workspace(app, "team c")
+        everything = await app.client.get(f"{API}/workspaces", headers=app.admin())
+        assert [w["name"] for w in everything.json()["items"]] == ["team c", "Team B", "default"]
+        filtered = await app.client.get(f"{API}/workspaces", headers=app.admin(), params={"name": "TEAM"})
+        assert [w["name"] for w in filtered.json()["items"]] == ["team c", "Team B"]
+
+        _, member = await issue_token(app, team_b, "VIEWER")
+        mine = await app.client.get(f"{API}/workspaces", headers=member)
+        assert [w["id"] for w in mine.json()["items"]] == [team_b]
+        default = await default_workspace(app)
+        hidden = await app.client.get(f"{API}/workspaces/{default}", headers=member)
+        assert hidden.status_code == 404
+
+
+async def test_only_a_system_admin_creates_workspaces(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        default = await default_workspace(app)
+        _, admin = await issue_token(app, default, "ADMIN")
+        response = await app.client.post(f"{API}/workspaces", headers=admin, json={"name": "rogue"})
+        assert response.status_code == 403
+        assert response.json()["code"] == "ACCESS_DENIED"
+        names = [
+            w["name"]
+            for w in (await app.client.get(f"{API}/workspaces", headers=app.admin())).json()["items"]
+        ]
+        assert "rogue" not in names
+
+
+async def test_workspace_create_is_idempotent_and_names_are_unique(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        headers = {**app.admin(), "Idempotency-Key": "ws-create-1"}
+        first = await app.client.post(f"{API}/workspaces", headers=headers, json={"name": "ops"})
+        again = await app.client.post(f"{API}/workspaces", headers=headers, json={"name": "ops"})
+        assert (first.status_code, again.status_code) == (201, 201)
+        assert again.json() == first.json()
+        assert first.headers["location"] == f"{API}/workspaces/{first.json()['id']}"
+        conflict = await app.client.post(f"{API}/workspaces", headers=headers, json={"name": "ops-2"})
+        assert conflict.status_code == 409
+        assert conflict.json()["code"] == "IDEMPOTENCY_CONFLICT"
+        duplicate = await app.client.post(f"{API}/workspaces", headers=app.admin(), json={"name": "ops"})
+        assert duplicate.status_code == 400
+
+
+async def test_update_needs_admin_and_the_current_version(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await create_workspace(app, "marketing")
+        _, viewer = await issue_token(app, ws, "VIEWER")
+        _, admin = await issue_token(app, ws, "ADMIN")
+        body = {"name": "Marketing", "description": "Campaigns", "version": 1}
+        denied = await app.client.put(f"{API}/workspaces/{ws}", headers=viewer, json=body)
+        assert denied.status_code == 403
+        updated = await app.client.put(f"{API}/workspaces/{ws}", headers=admin, json=body)
+        assert updated.status_code == 200
+        assert (updated.json()["name"], updated.json()["version"]) == ("Marketing", 2)
+        stale = await app.client.put(f"{API}/workspaces/{ws}", headers=admin, json={**body, "name": "Other"})
+        assert stale.status_code == 409
+        assert stale.json()["code"] == "VERSION_CONFLICT"
+        huge = await app.client.put(f"{API}/workspaces/{ws}", headers=admin, json={**body, "version": 2**63})
+        assert huge.status_code == 409  # beyond any stored version, never a database overflow
+        audit = await app.client.get(
+            f"{API}/workspaces/{ws}/audit-events", headers=admin, params={"action": "workspace.update"}
+        )
+        outcomes = [(e["outcome"], e["details"].get("fieldNames")) for e in audit.json()["items"]]
+        assert outcomes == [("SUCCESS", ["description", "name"]), ("DENIED", [])]
+
+
+async def test_member_roles_grant_access_and_the_last_admin_stays(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        default = await default_workspace(app)
+        team_b = await create_workspace(app, "team-b")
+        token_id, headers = await issue_token(app, team_b, "VIEWER")
+        before = await app.client.post(accounts_url(default), headers=headers, json=http_account())
+        assert before.status_code == 404  # not a member of the default workspace
+
+        members = f"{API}/workspaces/{default}/members"
+        granted = await app.client.put(
+            f"{members}/{token_id}", headers=app.admin(), json={"role": "OPERATOR"}
+        )
+        assert granted.status_code == 200
+        assert (granted.json()["userId"], granted.json()["role"]) == (token_id, "OPERATOR")
+        after = await app.client.post(accounts_url(default), headers=headers, json=http_account())
+        assert after.status_code == 201
+
+        promoted = await app.client.put(f"{members}/{token_id}", headers=app.admin(), json={"role": "ADMIN"})
+        assert promoted.json()["role"] == "ADMIN"
+        listed = await app.client.get(members, headers=app.admin())
+        assert [(m["userId"], m["role"]) for m in listed.json()["items"]] == [(token_id, "ADMIN")]
+        demoted = await app.client.put(f"{members}/{token_id}", headers=app.admin(), json={"role": "VIEWER"})
+        assert demoted.status_code == 409
+        assert demoted.json()["code"] == "RESOURCE_IN_USE"
+
+        second = await app.client.put(f"{members}/someone-else", headers=app.admin(), json={"role": "ADMIN"})
+        assert second.status_code == 200
+        now_allowed = await app.client.put(
+            f"{members}/{token_id}", headers=app.admin(), json={"role": "VIEWER"}
+        )
+        assert now_allowed.json()["role"] == "VIEWER"
+
+
+async def test_members_are_managed_by_workspace_admins_only(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await create_workspace(app, "team-b")
+        _, operator = await issue_token(app, ws, "OPERATOR")
+        members = f"{API}/workspaces/{ws}/members"
+        assert (await app.client.get(members, headers=operator)).status_code == 403
+        put = await app.client.put(f"{members}/u-1", headers=operator, json={"role": "ADMIN"})
+        assert put.status_code == 403
+        _, admin = await issue_token(app, ws, "ADMIN")
+        assert (
+            await app.client.put(f"{members}/u-1", headers=admin, json={"role": "VIEWER"})
+        ).status_code == 200
