@@ -35,6 +35,8 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
             proxy_headers=False,
             server_header=False,
             lifespan="on",
+            # Open SSE streams must not hold a shutdown hostage; the lifespan then ends them.
+            timeout_graceful_shutdown=10,
         )
     )
     server.run()

@@ -20,7 +20,7 @@ from typing_extensions import Self
 
 class ArtifactType(str, Enum):
     """
-    Run outputs per outcome (JSON Lines), the run log, saved response bodies, and audience recipient files used for agent transfer.
+    Run outputs per outcome (JSON Lines), the run log, a CSV export of every item result (spreadsheet formula injection neutralised), saved response bodies, and audience recipient files used for agent transfer.
     """
 
     """
@@ -32,6 +32,7 @@ class ArtifactType(str, Enum):
     UNSENT_ITEMS = 'UNSENT_ITEMS'
     SKIPPED_ITEMS = 'SKIPPED_ITEMS'
     RUN_LOG = 'RUN_LOG'
+    RESULTS_EXPORT = 'RESULTS_EXPORT'
     RESPONSE_BODIES = 'RESPONSE_BODIES'
     AUDIENCE_RECIPIENTS = 'AUDIENCE_RECIPIENTS'
 

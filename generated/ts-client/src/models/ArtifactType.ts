@@ -14,7 +14,7 @@
 
 
 /**
- * Run outputs per outcome (JSON Lines), the run log, saved response bodies, and audience recipient files used for agent transfer.
+ * Run outputs per outcome (JSON Lines), the run log, a CSV export of every item result (spreadsheet formula injection neutralised), saved response bodies, and audience recipient files used for agent transfer.
  * @export
  */
 export const ArtifactType = {
@@ -24,6 +24,7 @@ export const ArtifactType = {
     UnsentItems: 'UNSENT_ITEMS',
     SkippedItems: 'SKIPPED_ITEMS',
     RunLog: 'RUN_LOG',
+    ResultsExport: 'RESULTS_EXPORT',
     ResponseBodies: 'RESPONSE_BODIES',
     AudienceRecipients: 'AUDIENCE_RECIPIENTS',
 } as const;

@@ -17,12 +17,15 @@ from connexion.datastructures import MediaTypeDict
 from connexion.exceptions import BadRequestProblem
 from connexion.validators import (
     VALIDATOR_MAP,
+    AbstractResponseBodyValidator,
     FormDataValidator,
     JSONRequestBodyValidator,
+    JSONResponseBodyValidator,
     MultiPartFormDataValidator,
+    TextResponseBodyValidator,
 )
 from jsonschema import ValidationError
-from starlette.types import Scope
+from starlette.types import Scope, Send
 
 _log = logging.getLogger("wepush.server.api")
 _MAX_DETAIL = 1000
@@ -43,7 +46,7 @@ def describe(error: ValidationError) -> str:
     constraint = error.validator_value
     if rule in {"oneOf", "anyOf", "allOf", "not", "properties", "items", "discriminator"}:
         return f"{where}: does not match the expected shape ({rule})"
-    if rule == "enum":
+    if rule == "enum" and isinstance(constraint, list | tuple):
         return f"{where}: must be one of {list(constraint)[:20]}"[:_MAX_DETAIL]
     if rule == "pattern":
         return f"{where}: does not match the required pattern"
@@ -79,9 +82,27 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
             raise BadRequestProblem(detail=detail) from None
 
 
+class StreamedResponse(AbstractResponseBodyValidator):  # type: ignore[misc]
+    """JSON Lines downloads and event streams are not one JSON document: pass them through unbuffered.
+
+    (Connexion's ``*/*json`` rule would otherwise buffer a whole ``application/x-ndjson`` artifact and
+    then fail to parse it as a single document.)"""
+
+    def wrap_send(self, send: Send) -> Send:
+        return send
+
+
 def validator_map() -> dict[str, Any]:
-    """Connexion's validators with the JSON body validator replaced."""
+    """Connexion's validators with the JSON body validator replaced and streamed media passed through."""
     mapping = dict(VALIDATOR_MAP)
+    mapping["response"] = MediaTypeDict(
+        {
+            "application/x-ndjson": StreamedResponse,
+            "text/event-stream": StreamedResponse,
+            "*/*json": JSONResponseBodyValidator,
+            "text/plain": TextResponseBodyValidator,
+        }
+    )
     mapping["body"] = MediaTypeDict(
         {
             "*/*json": SafeJSONRequestBodyValidator,

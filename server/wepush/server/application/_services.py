@@ -15,6 +15,7 @@ from wepush.server.application.jobs import JobService
 from wepush.server.application.messages import MessageService
 from wepush.server.application.paging import CursorCodec
 from wepush.server.application.providers import ProviderService
+from wepush.server.application.runs import RunPorts, RunService
 from wepush.server.application.tokens import TokenService
 from wepush.server.application.workspaces import WorkspaceService
 
@@ -30,9 +31,10 @@ class ResourceServices:
     audiences: AudienceService
     imports: ImportService
     jobs: JobService
+    runs: RunService
 
     @classmethod
-    def build(cls, deps: ServiceDeps) -> ResourceServices:
+    def build(cls, deps: ServiceDeps, *, run_ports: RunPorts) -> ResourceServices:
         return cls(
             workspaces=WorkspaceService(deps),
             providers=ProviderService(deps),
@@ -43,6 +45,7 @@ class ResourceServices:
             audiences=AudienceService(deps),
             imports=ImportService(deps),
             jobs=JobService(deps),
+            runs=RunService(deps, run_ports),
         )
 
 

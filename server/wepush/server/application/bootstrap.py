@@ -38,6 +38,7 @@ BOOTSTRAP_PRINCIPAL = "bootstrap-admin"
 class ServerKeys:
     token_pepper: bytes
     cursor_key: bytes
+    confirmation_key: bytes
 
 
 class SystemBootstrap:
@@ -128,6 +129,7 @@ class SystemBootstrap:
         return ServerKeys(
             token_pepper=await self._system_key(workspace_id, "token-pepper"),
             cursor_key=await self._system_key(workspace_id, "cursor-key"),
+            confirmation_key=await self._system_key(workspace_id, "confirmation-key"),
         )
 
     async def ensure_bootstrap_admin(self, workspace_id: str, hasher: TokenHasher) -> str | None:

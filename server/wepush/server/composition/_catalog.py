@@ -7,15 +7,33 @@ import logging
 from importlib.metadata import entry_points
 
 from wepush.agent.providers.catalog import ENTRY_POINT_GROUP, ProviderCatalog
+from wepush.agent.providers.plugins import PluginHealth, PluginLoader, PluginStatus
 from wepush.server.config import ServiceConfig
 
 _log = logging.getLogger("wepush.server")
 _LOOPBACK_OPTION = "allow_loopback_for_tests"
 
 
-def build_catalog(config: ServiceConfig) -> ProviderCatalog:
-    """Discover providers. With ``security.loopback-targets-for-tests`` (tests and local development
-    only) each provider that supports it is built with its explicit loopback test setting."""
+def build_catalog(config: ServiceConfig) -> tuple[ProviderCatalog, tuple[PluginHealth, ...]]:
+    """Installed providers (entry points, built-ins included), then the verified plugin directory.
+
+    A rejected plugin leaves the catalog DEGRADED and the other providers working."""
+    catalog = _installed_providers(config)
+    loader = PluginLoader(
+        config.plugins.directory,
+        trusted_keys=config.plugins.trusted_keys,
+        developer_mode=config.plugins.developer_mode,
+    )
+    plugins = loader.load_into(catalog)
+    for plugin in plugins:
+        if plugin.status is PluginStatus.REJECTED:
+            _log.warning("plugin %s@%s rejected: %s", plugin.plugin_id, plugin.version, plugin.reason)
+    return catalog, plugins
+
+
+def _installed_providers(config: ServiceConfig) -> ProviderCatalog:
+    """With ``security.loopback-targets-for-tests`` (tests and local development only) each provider
+    that supports it is built with its explicit loopback test setting."""
     if not config.security.loopback_targets_for_tests:
         return ProviderCatalog.from_entry_points()
     _log.warning("security.loopback-targets-for-tests is ON: providers may send to loopback addresses")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
 from wepush.agent.providers.catalog import ProviderCatalog
+from wepush.agent.providers.plugins import PluginHealth, PluginStatus
 from wepush.server.api.middleware import (
     BodyLimitOverride,
     BodySizeLimitMiddleware,
@@ -33,17 +35,18 @@ from wepush.server.api.middleware import (
 from wepush.server.application._deps import ImportLimits, ServiceDeps
 from wepush.server.application._services import ApplicationServices, ResourceServices, StartedServices
 from wepush.server.application.audit import Auditor
+from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.application.authentication import TokenAuthenticator
 from wepush.server.application.bootstrap import SystemBootstrap
 from wepush.server.application.credentials import TokenHasher
-from wepush.server.application.execution._notifier import RunAvailabilityNotifier
+from wepush.server.application.execution import RunAvailabilityNotifier
 from wepush.server.application.health import CheckResult, HealthService
 from wepush.server.application.paging import CursorCodec
 from wepush.server.application.runs import RunPorts
 from wepush.server.composition._app import ServiceApp, create_app
 from wepush.server.composition._catalog import build_catalog
 from wepush.server.config import ServiceConfig
-from wepush.server.domain import utc_now
+from wepush.server.domain import AuditOutcome, utc_now
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import (
     PoolSettings,
@@ -53,6 +56,7 @@ from wepush.server.infra.db import (
     upgrade_database_async,
 )
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
+from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
 _log = logging.getLogger("wepush.server")
@@ -97,6 +101,7 @@ class ServiceRuntime:
     config: ServiceConfig
     services: ApplicationServices
     catalog: ProviderCatalog
+    plugins: tuple[PluginHealth, ...] = ()
     engine: AsyncEngine | None = None
     uow: SqlUnitOfWorkFactory | None = None
     deps: ServiceDeps | None = None
@@ -104,6 +109,7 @@ class ServiceRuntime:
     notifier: RunAvailabilityNotifier = field(default_factory=RunAvailabilityNotifier)
     events: RunEventBroker | None = None
     artifact_store: LocalArtifactStore | None = None
+    embedded_agent: EmbeddedAgent | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
 
     def _checks(self) -> None:
@@ -130,7 +136,16 @@ class ServiceRuntime:
             ok = directory.is_dir() and os.access(directory, os.W_OK)
             return CheckResult("artifacts", ok, "writable" if ok else "artifact directory not writable")
 
-        for check in (database, migrations, secrets, artifacts):
+        async def providers() -> CheckResult:
+            # A DEGRADED catalog still serves the providers that loaded; the detail says what did not.
+            health = self.catalog.health()
+            rejected = [f"{p.provider_id or p.source}: {', '.join(p.reasons)}" for p in health.rejected]
+            detail = f"{health.state.value}: {len(health.providers) - len(rejected)} active"
+            if rejected:
+                detail += f"; rejected: {'; '.join(rejected)}"
+            return CheckResult("providers", True, detail[:1024])
+
+        for check in (database, migrations, secrets, artifacts, providers):
             self.services.health.add_check(check)
 
     async def start(self) -> None:
@@ -158,6 +173,7 @@ class ServiceRuntime:
             _log.warning(
                 "bootstrap admin token written to %s (mode 0600)", config.security.bootstrap_token_file
             )
+        await self._audit_rejected_plugins(workspace.id)
         self.deps = ServiceDeps(
             uow=self.uow,
             clock=utc_now,
@@ -189,11 +205,58 @@ class ServiceRuntime:
             cursors=CursorCodec(keys.cursor_key),
             resources=ResourceServices.build(self.deps, run_ports=run_ports),
         )
+        if config.agent.embedded_enabled:
+            self.embedded_agent = self._embedded_agent(workspace.id, store)
+            await self.embedded_agent.start()
         for hook in self.on_started:
             await hook(self)
 
+    def _embedded_agent(self, workspace_id: str, secret_store: LocalEnvelopeSecretStore) -> EmbeddedAgent:
+        assert self.uow is not None
+        assert self.artifact_store is not None
+        settings = EmbeddedAgentSettings(
+            max_runs=self.config.agent.max_runs,
+            max_concurrency=self.config.agent.max_concurrency,
+            # A restart must find its own leases again; several server instances must not share a name.
+            agent_name="embedded" if self.config.standalone else f"embedded@{socket.gethostname()}",
+        )
+        return EmbeddedAgent(
+            uow=self.uow,
+            providers=self.catalog,
+            artifact_store=self.artifact_store,
+            secret_store=secret_store,
+            notifier=self.notifier,
+            workspace_id=workspace_id,
+            settings=settings,
+            agent_version=_version(),
+        )
+
+    async def _audit_rejected_plugins(self, workspace_id: str) -> None:
+        """A rejected plugin is a security-relevant event: it lands in the audit log with its reason."""
+        rejected = [p for p in self.plugins if p.status is PluginStatus.REJECTED]
+        if not rejected or self.uow is None:
+            return
+        service = Principal(type=PrincipalType.SYSTEM, id="service")
+        auditor = Auditor(utc_now)
+        async with self.uow() as uow:
+            for plugin in rejected:
+                await auditor.record(
+                    uow,
+                    service,
+                    "plugin.rejected",
+                    "Plugin",
+                    workspace_id=workspace_id,
+                    resource_id=f"{plugin.plugin_id}@{plugin.version}",
+                    outcome=AuditOutcome.DENIED,
+                    summary=plugin.reason,
+                )
+
     async def stop(self) -> None:
         self.services.started = None
+        if self.embedded_agent is not None:
+            # Runs get their grace period to finish, then are cancelled and settled, before the database goes.
+            await self.embedded_agent.shutdown()
+            self.embedded_agent = None
         if self.events is not None:
             # Ends every open SSE stream, so the server's shutdown never waits on a client.
             await self.events.stop()
@@ -228,7 +291,10 @@ def build_service_app(
     config: ServiceConfig, *, catalog: ProviderCatalog | None = None
 ) -> tuple[ServiceApp, ServiceRuntime]:
     services = ApplicationServices(health=HealthService(), mode=config.mode, version=_version())
-    runtime = ServiceRuntime(config, services, catalog or build_catalog(config))
+    plugins: tuple[PluginHealth, ...] = ()
+    if catalog is None:
+        catalog, plugins = build_catalog(config)
+    runtime = ServiceRuntime(config, services, catalog, plugins=plugins)
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:

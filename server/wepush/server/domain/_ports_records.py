@@ -39,6 +39,11 @@ class ArtifactRepository(Protocol):
         """DELETING → DELETED; idempotent."""
         ...
 
+    async def list_deleting(self, limit: int) -> list[Artifact]:
+        """DELETING artifacts, oldest change first: deletions a cleanup pass started but has not confirmed
+        (the store deletion failed or the process stopped), so the next pass can finish them."""
+        ...
+
 
 class AuditRepository(Protocol):
     async def append(self, event: AuditEvent) -> AuditEvent: ...

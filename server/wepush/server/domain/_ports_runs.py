@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from ._audience import Recipient
 from ._paging import Keyset, Page, PageRequest
 from ._run import (
     ItemResult,
@@ -72,6 +73,17 @@ class RunRepository(Protocol):
         run is terminal."""
         ...
 
+    async def mark_dispatched(self, workspace_id: str, run_id: str, *, through_sequence: int) -> int:
+        """Raise the run's dispatch high-water mark to ``through_sequence`` before that batch of
+        recipients reaches the engine; the mark never goes down. Returns the stored mark. Like progress
+        it is telemetry of the executing side (no ``version`` bump) and refused
+        (:class:`RunStateConflict`) once the run is terminal."""
+        ...
+
+    async def dispatch_mark(self, workspace_id: str, run_id: str) -> int:
+        """The dispatch high-water mark (0 when nothing was dispatched); :class:`NotFound` if absent."""
+        ...
+
 
 class RunItemRepository(Protocol):
     async def record_results(self, workspace_id: str, run_id: str, results: Sequence[ItemResult]) -> int:
@@ -95,6 +107,13 @@ class RunItemRepository(Protocol):
         ...
 
     async def list_retry_items(self, run_id: str, page: PageRequest[int]) -> Page[RetryItem, int]: ...
+
+    async def list_retry_recipients(
+        self, run_id: str, snapshot_id: str, page: PageRequest[int]
+    ) -> Page[Recipient, int]:
+        """The recipients of ``snapshot_id`` a resend run is limited to (its ``run_retry_item`` set), in
+        sequence order; the page position is the last sequence read."""
+        ...
 
 
 class RunEventRepository(Protocol):

@@ -1469,7 +1469,7 @@ class RunEventPage(BaseModel):
 
 class ArtifactType(StrEnum):
     """
-    Run outputs per outcome (JSON Lines), the run log, saved response bodies, and audience recipient files used for agent transfer.
+    Run outputs per outcome (JSON Lines), the run log, a CSV export of every item result (spreadsheet formula injection neutralised), saved response bodies, and audience recipient files used for agent transfer.
     """
 
     SUCCEEDED_ITEMS = "SUCCEEDED_ITEMS"
@@ -1478,6 +1478,7 @@ class ArtifactType(StrEnum):
     UNSENT_ITEMS = "UNSENT_ITEMS"
     SKIPPED_ITEMS = "SKIPPED_ITEMS"
     RUN_LOG = "RUN_LOG"
+    RESULTS_EXPORT = "RESULTS_EXPORT"
     RESPONSE_BODIES = "RESPONSE_BODIES"
     AUDIENCE_RECIPIENTS = "AUDIENCE_RECIPIENTS"
 

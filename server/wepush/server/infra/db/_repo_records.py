@@ -121,6 +121,15 @@ class SqlArtifactRepository(SqlRepository):
             row = await self._get_row(artifact, "artifact", artifact_id)
         return _ARTIFACT.from_row(row)
 
+    async def list_deleting(self, limit: int) -> list[Artifact]:
+        rows = await self._all(
+            select(artifact)
+            .where(artifact.c.state == ArtifactState.DELETING.value)
+            .order_by(artifact.c.updated_at, artifact.c.id)
+            .limit(limit)
+        )
+        return [_ARTIFACT.from_row(row) for row in rows]
+
 
 class SqlAuditRepository(SqlRepository):
     async def append(self, event: AuditEvent) -> AuditEvent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import String, and_, func, insert, literal, or_, select, update
+from sqlalchemy import String, and_, case, func, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wepush.server.domain import (
@@ -17,6 +17,7 @@ from wepush.server.domain import (
     NotFound,
     Page,
     PageRequest,
+    Recipient,
     RetryItem,
     Run,
     RunCounts,
@@ -32,12 +33,14 @@ from wepush.server.domain import (
 from ._base import SqlRepository
 from ._mapping import RowMapper
 from ._metadata import ID_LENGTH
+from ._tables_audience import audience_recipient
 from ._tables_runs import run, run_item, run_retry_item
 from ._types import UtcDateTime
 
 _RUN = RowMapper(Run, run, renames={"snapshot": "snapshot_json"}, composites=("counts",))
 _ITEM = RowMapper(RunItem, run_item)
 _RETRY = RowMapper(RetryItem, run_retry_item)
+_RECIPIENT = RowMapper(Recipient, audience_recipient, renames={"fields": "fields_json"})
 
 _UNSETTLED_ITEM_STATES = (ItemState.PENDING.value, ItemState.IN_FLIGHT.value)
 
@@ -153,6 +156,35 @@ class SqlRunRepository(SqlRepository):
             return _RUN.from_row(row)
         current = await self._current_state(workspace_id, run_id)
         raise RunStateConflict(run_id, current, "record progress", allowed_commands(current))
+
+    async def mark_dispatched(self, workspace_id: str, run_id: str, *, through_sequence: int) -> int:
+        terminal = [s.value for s in TERMINAL_RUN_STATES]
+        mark = run.c.dispatched_through_sequence
+        # CASE rather than GREATEST/MAX: one spelling both databases accept, and the mark never goes down.
+        stored = await self._conn.scalar(
+            update(run)
+            .where(run.c.id == run_id, run.c.workspace_id == workspace_id, run.c.state.not_in(terminal))
+            .values(
+                dispatched_through_sequence=case(
+                    (mark < through_sequence, literal(through_sequence)), else_=mark
+                )
+            )
+            .returning(mark)
+        )
+        if stored is not None:
+            return int(stored)
+        current = await self._current_state(workspace_id, run_id)
+        raise RunStateConflict(run_id, current, "record dispatch", allowed_commands(current))
+
+    async def dispatch_mark(self, workspace_id: str, run_id: str) -> int:
+        stored = await self._conn.scalar(
+            select(run.c.dispatched_through_sequence).where(
+                run.c.id == run_id, run.c.workspace_id == workspace_id
+            )
+        )
+        if stored is None:
+            raise NotFound("run", run_id)
+        return int(stored)
 
     async def _current_state(self, workspace_id: str, run_id: str) -> RunState:
         state = await self._conn.scalar(
@@ -270,4 +302,26 @@ class SqlRunItemRepository(SqlRepository):
             position=run_retry_item.c.sequence,
             build=_RETRY.from_row,
             key=lambda i: i.sequence,
+        )
+
+    async def list_retry_recipients(
+        self, run_id: str, snapshot_id: str, page: PageRequest[int]
+    ) -> Page[Recipient, int]:
+        stmt = (
+            select(audience_recipient)
+            .join(
+                run_retry_item,
+                and_(
+                    run_retry_item.c.run_id == run_id,
+                    run_retry_item.c.sequence == audience_recipient.c.sequence,
+                ),
+            )
+            .where(audience_recipient.c.snapshot_id == snapshot_id)
+        )
+        return await self._sequence_page(
+            stmt,
+            page,
+            position=audience_recipient.c.sequence,
+            build=_RECIPIENT.from_row,
+            key=lambda r: r.sequence,
         )

@@ -14,6 +14,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from ._metadata import ID_LENGTH, audit_columns, id_column, metadata, ref_column, workspace_column
@@ -54,6 +55,9 @@ run = Table(
     Column("ended_at", UtcDateTime(), nullable=True),
     Column("last_event_sequence", BigInteger, nullable=False),
     Column("idempotency_key_hash", String(64), nullable=True),
+    # The dispatch high-water mark: raised before each recipient batch reaches the engine, so after a crash
+    # an item without a result at or below it may have been sent (UNKNOWN), one above it never was (UNSENT).
+    Column("dispatched_through_sequence", BigInteger, nullable=False, server_default=text("0")),
     *audit_columns(),
     Index(None, "workspace_id", "state", "created_at"),
     Index(None, "workspace_id", "created_at"),

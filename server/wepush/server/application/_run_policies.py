@@ -1,0 +1,53 @@
+"""The two spellings of execution policies: the public API's and the frozen snapshot's.
+
+The snapshot stores ``execution-policies.schema.json``: ``retry.jitter`` is a fraction of the computed
+delay and "unlimited" is an explicit ``null``. The public API's ExecutionPolicies spells ``retry.jitter`` as
+a Duration and leaves unlimited values out. These two functions translate at the boundary of the Run use
+cases, so neither shape leaks into the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from wepush.agent.engine import format_duration, parse_duration
+from wepush.server.domain import JsonObject
+
+_DEFAULT_INITIAL_DELAY = timedelta(seconds=1)
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def api_policies(snapshot_policies: Mapping[str, Any]) -> JsonObject:
+    """Snapshot shape → API shape (jitter as the Duration it amounts to for the first retry)."""
+    doc: JsonObject = _without_nulls(snapshot_policies)
+    retry = doc.get("retry")
+    if isinstance(retry, dict) and isinstance(retry.get("jitter"), (int, float)):
+        initial = parse_duration(str(retry.get("initialDelay", "PT1S")))
+        retry["jitter"] = format_duration(initial * float(retry["jitter"]))
+    return doc
+
+
+def spec_overrides(overrides: Mapping[str, Any] | None, base: Mapping[str, Any]) -> JsonObject | None:
+    """API-shaped ``policyOverrides`` → snapshot shape. A Duration jitter becomes its fraction of the
+    effective initial delay (from the overrides, else from ``base``, the job's policies)."""
+    if overrides is None:
+        return None
+    doc: JsonObject = {k: dict(v) if isinstance(v, Mapping) else v for k, v in overrides.items()}
+    retry = doc.get("retry")
+    if isinstance(retry, dict) and isinstance(retry.get("jitter"), str):
+        base_retry = base.get("retry") if isinstance(base.get("retry"), Mapping) else {}
+        initial_text = retry.get("initialDelay") or (base_retry or {}).get("initialDelay")
+        initial = parse_duration(str(initial_text)) if initial_text else _DEFAULT_INITIAL_DELAY
+        jitter = parse_duration(retry["jitter"])
+        seconds = initial.total_seconds()
+        retry["jitter"] = 0.0 if seconds <= 0 else min(1.0, jitter.total_seconds() / seconds)
+    return doc

@@ -1,0 +1,127 @@
+"""Reading runs: detail views, the filtered run list, event positions, artifact pages.
+
+Every function runs inside the caller's unit of work and only reads.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from wepush.server.application._run_errors import EventCursorExpired
+from wepush.server.application._run_views import ConcurrencyView, RunListFilter, RunView
+from wepush.server.application.execution import RunSnapshot
+from wepush.server.domain import (
+    Agent,
+    Artifact,
+    ArtifactOwnerType,
+    ArtifactState,
+    Keyset,
+    NotFound,
+    Page,
+    PageRequest,
+    Run,
+    RunCommandState,
+    RunCommandType,
+    UnitOfWork,
+)
+
+_COMMAND_PAGE = 100
+_MAX_COMMAND_PAGES = 20
+
+
+def policy_range(snapshot: RunSnapshot) -> tuple[int, int, int]:
+    """``(min, max, target)`` of the run's frozen concurrency policy."""
+    concurrency = snapshot.policies.get("concurrency", {})
+    return int(concurrency["min"]), int(concurrency["max"]), int(concurrency["target"])
+
+
+async def target_concurrency(uow: UnitOfWork, run: Run, snapshot: RunSnapshot) -> int:
+    """The latest CHANGE_CONCURRENCY target the executor did not reject, else the frozen target."""
+    target = policy_range(snapshot)[2]
+    after: Keyset | None = None
+    for _ in range(_MAX_COMMAND_PAGES):
+        page = await uow.run_commands.list_for_run(run.id, PageRequest(limit=_COMMAND_PAGE, after=after))
+        for command in page.items:
+            if (
+                command.type is RunCommandType.CHANGE_CONCURRENCY
+                and command.state is not RunCommandState.REJECTED
+            ):
+                target = int(command.payload.get("target", target))
+        if page.next_after is None:
+            break
+        after = page.next_after
+    return target
+
+
+def visible_artifacts(artifacts: list[Artifact]) -> tuple[Artifact, ...]:
+    """Artifacts a client may know about: deleted ones are history, not downloads."""
+    return tuple(a for a in artifacts if a.state not in (ArtifactState.DELETING, ArtifactState.DELETED))
+
+
+async def run_view(uow: UnitOfWork, run: Run, now: datetime) -> RunView:
+    snapshot = RunSnapshot.from_json(run.snapshot)
+    low, high, _ = policy_range(snapshot)
+    artifacts = await uow.artifacts.list_for_owner(run.workspace_id, ArtifactOwnerType.RUN, run.id)
+    lease = await uow.leases.find_active(run.id)
+    agent: Agent | None = None
+    if lease is not None:
+        try:
+            agent = await uow.agents.get(lease.workspace_id, lease.agent_id)
+        except NotFound:
+            # An agent of another workspace (or one removed since): the lease summary still shows.
+            agent = None
+    audience = await uow.audiences.get_snapshot(run.workspace_id, snapshot.audience.snapshot_id)
+    return RunView(
+        run=run,
+        snapshot=snapshot,
+        audience_revision=audience.revision,
+        concurrency=ConcurrencyView(
+            current=run.current_concurrency,
+            target=await target_concurrency(uow, run, snapshot),
+            min=low,
+            max=high,
+        ),
+        artifacts=visible_artifacts(artifacts),
+        lease=lease,
+        agent=agent,
+        now=now,
+    )
+
+
+async def list_runs(
+    uow: UnitOfWork, workspace_id: str, request: PageRequest[Keyset], filters: RunListFilter
+) -> Page[Run, Keyset]:
+    """Newest first. ``createdBefore`` (exclusive) becomes the starting keyset of the first page;
+    ``createdAfter`` (inclusive) ends the listing at the first older run."""
+    if request.after is None and filters.created_before is not None:
+        # No id sorts below "", so this position means "created strictly before".
+        request = PageRequest(limit=request.limit, after=Keyset(filters.created_before, ""))
+    page = await uow.runs.list_page(workspace_id, request, states=filters.states, job_id=filters.job_id)
+    if filters.created_after is None:
+        return page
+    cutoff = filters.created_after
+    kept = [run for run in page.items if run.created_at >= cutoff]
+    if len(kept) < len(page.items):
+        return Page(kept, None)
+    return page
+
+
+def check_event_position(run: Run, after: int, oldest: int | None) -> None:
+    """Refuse a position whose next event was purged (410 CURSOR_EXPIRED): the client must reload the
+    run detail instead of silently missing events."""
+    if after >= run.last_event_sequence:
+        return
+    first_retained = oldest if oldest is not None else run.last_event_sequence + 1
+    if after + 1 < first_retained:
+        raise EventCursorExpired(run.id, after, first_retained)
+
+
+def artifact_page(artifacts: tuple[Artifact, ...], request: PageRequest[Keyset]) -> Page[Artifact, Keyset]:
+    """Oldest first by ``(created_at, id)``; a run has a handful of artifacts, so this pages in memory."""
+    ordered = sorted(artifacts, key=lambda a: (a.created_at, a.id))
+    if request.after is not None:
+        position = (request.after.at, request.after.id)
+        ordered = [a for a in ordered if (a.created_at, a.id) > position]
+    items = ordered[: request.limit]
+    more = len(ordered) > request.limit
+    return Page(items, Keyset(items[-1].created_at, items[-1].id) if more else None)

@@ -1,0 +1,341 @@
+"""A run's artifacts: outcome files (JSON Lines), the CSV export and the run log.
+
+Each file has an ``artifact`` row first (UPLOADING), then its bytes are streamed into the ArtifactStore,
+and only when the store reports the final size and SHA-256 does the row become READY. Rows are written
+through the caller's transaction scope, so while a run executes they carry its lease fence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from wepush.agent.engine import (
+    CSV_BASE_COLUMNS,
+    ArtifactRef,
+    ItemResult,
+    ItemState,
+    format_instant,
+    neutralize_csv_cell,
+)
+from wepush.server.domain import Artifact, ArtifactOwnerType, ArtifactState, new_id
+
+from ._fence import TransactionScope
+from ._store import ArtifactStore, ArtifactUpload
+
+__all__ = [
+    "ARTIFACT_KINDS",
+    "CSV_EXPORT",
+    "RUN_LOG",
+    "ArtifactKind",
+    "ResultArtifacts",
+    "RetentionPolicy",
+    "RunArtifactWriter",
+    "RunLog",
+    "log_line",
+]
+
+_NDJSON = "application/x-ndjson"
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactKind:
+    """``artifact_type`` is the API's ArtifactType; ``file_name`` is the download name, never a path."""
+
+    artifact_type: str
+    file_name: str
+    content_type: str
+    extension: str
+    retention: str
+
+
+ARTIFACT_KINDS: Mapping[ItemState, ArtifactKind] = {
+    ItemState.SUCCEEDED: ArtifactKind("SUCCEEDED_ITEMS", "success.jsonl", _NDJSON, "jsonl", "results"),
+    ItemState.FAILED: ArtifactKind("FAILED_ITEMS", "failed.jsonl", _NDJSON, "jsonl", "results"),
+    ItemState.UNKNOWN: ArtifactKind("UNKNOWN_ITEMS", "unknown.jsonl", _NDJSON, "jsonl", "results"),
+    ItemState.UNSENT: ArtifactKind("UNSENT_ITEMS", "unsent.jsonl", _NDJSON, "jsonl", "results"),
+    ItemState.SKIPPED: ArtifactKind("SKIPPED_ITEMS", "skipped.jsonl", _NDJSON, "jsonl", "results"),
+}
+RUN_LOG = ArtifactKind("RUN_LOG", "logs.jsonl", _NDJSON, "jsonl", "logs")
+CSV_EXPORT = ArtifactKind("RESULTS_EXPORT", "results.csv", "text/csv; charset=utf-8", "csv", "exports")
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """The seed's default retention: run results 90 days, run logs 30 days, temporary exports 24 hours."""
+
+    run_results: timedelta = timedelta(days=90)
+    logs: timedelta = timedelta(days=30)
+    temporary_exports: timedelta = timedelta(hours=24)
+
+    def expiry(self, kind: ArtifactKind, created_at: datetime) -> datetime:
+        ttl = {"results": self.run_results, "logs": self.logs, "exports": self.temporary_exports}[
+            kind.retention
+        ]
+        return created_at + ttl
+
+
+class _OpenFile:
+    __slots__ = ("artifact", "broken", "closed", "kind", "records", "upload")
+
+    def __init__(self, kind: ArtifactKind, artifact: Artifact, upload: ArtifactUpload) -> None:
+        self.kind = kind
+        self.artifact = artifact
+        self.upload = upload
+        self.records = 0
+        self.broken = False
+        self.closed = False
+
+
+class RunArtifactWriter:
+    """Creates, streams and settles the artifact files of one run."""
+
+    def __init__(
+        self,
+        *,
+        store: ArtifactStore,
+        tx: TransactionScope,
+        workspace_id: str,
+        run_id: str,
+        clock: Callable[[], datetime],
+        retention: RetentionPolicy,
+    ) -> None:
+        self._store = store
+        self._tx = tx
+        self._workspace_id = workspace_id
+        self._run_id = run_id
+        self._clock = clock
+        self._retention = retention
+
+    async def begin(self, kind: ArtifactKind) -> _OpenFile:
+        now = self._clock()
+        artifact_id = new_id()
+        key = self._store.new_key(
+            workspace_id=self._workspace_id,
+            owner_type=ArtifactOwnerType.RUN,
+            owner_id=self._run_id,
+            artifact_id=artifact_id,
+            extension=kind.extension,
+        )
+        row = Artifact(
+            id=artifact_id,
+            workspace_id=self._workspace_id,
+            owner_type=ArtifactOwnerType.RUN,
+            owner_id=self._run_id,
+            artifact_type=kind.artifact_type,
+            storage_key=key,
+            content_type=kind.content_type,
+            file_name=kind.file_name,
+            expires_at=self._retention.expiry(kind, now),
+            created_at=now,
+            updated_at=now,
+        )
+        async with self._tx() as uow:
+            row = await uow.artifacts.add(row)
+        try:
+            upload = await self._store.begin_upload(key)
+        except Exception:
+            await self._mark_failed(row)
+            raise
+        return _OpenFile(kind, row, upload)
+
+    async def write(self, file: _OpenFile, data: bytes) -> None:
+        if file.broken:
+            raise RuntimeError(f"artifact {file.kind.file_name} of run {self._run_id} failed earlier")
+        try:
+            await file.upload.write(data)
+        except Exception:
+            await self.fail(file)
+            raise
+
+    async def finish(self, file: _OpenFile) -> Artifact:
+        """Complete the upload and move the row UPLOADING → READY with the store's size and SHA-256."""
+        if file.broken:
+            raise RuntimeError(f"artifact {file.kind.file_name} of run {self._run_id} failed earlier")
+        file.closed = True
+        try:
+            stored = await self._store.complete(file.upload)
+        except Exception:
+            file.broken = True
+            await self._mark_failed(file.artifact)
+            raise
+        async with self._tx() as uow:
+            file.artifact = await uow.artifacts.mark_ready(
+                self._workspace_id,
+                file.artifact.id,
+                expected_version=file.artifact.version,
+                size_bytes=stored.size_bytes,
+                sha256=stored.sha256 or "",
+            )
+        return file.artifact
+
+    async def fail(self, file: _OpenFile) -> None:
+        """Discard the upload and record the row FAILED (the bytes never become visible)."""
+        if file.broken or file.closed:
+            return
+        file.broken = file.closed = True
+        try:
+            await self._store.abort(file.upload)
+        finally:
+            await self._mark_failed(file.artifact)
+
+    async def abandon(self, file: _OpenFile) -> None:
+        """Drop the upload without touching the database (the task is being torn down); the row stays
+        UPLOADING until a recovery marks it FAILED."""
+        if file.broken or file.closed:
+            return
+        file.broken = file.closed = True
+        with contextlib.suppress(Exception):
+            await self._store.abort(file.upload)
+
+    async def _mark_failed(self, row: Artifact) -> None:
+        async with self._tx() as uow:
+            current = await uow.artifacts.get(self._workspace_id, row.id)
+            if current.state is ArtifactState.UPLOADING:
+                await uow.artifacts.update(_with_state(current, ArtifactState.FAILED))
+
+
+def _with_state(artifact: Artifact, state: ArtifactState) -> Artifact:
+    return replace(artifact, state=state)
+
+
+def _csv_row(cells: list[Any]) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(cells)
+    return buffer.getvalue().encode("utf-8")
+
+
+class ResultArtifacts:
+    """The engine's ArtifactSink: one JSON Lines file per outcome plus a formula-safe CSV of every item.
+
+    Files are begun on their first item, so an outcome nobody reached leaves no empty artifact behind.
+    A file whose upload fails is discarded (row FAILED) and later writes to it fail fast; the engine then
+    stops feeding this sink without stopping the run.
+    """
+
+    def __init__(self, writer: RunArtifactWriter, *, csv_export: bool = True) -> None:
+        self._writer = writer
+        self._files: dict[ItemState, _OpenFile] = {}
+        self._csv_enabled = csv_export
+        self._csv: _OpenFile | None = None
+        self._csv_fields: tuple[str, ...] = ()
+        self._closed = False
+
+    async def open(self) -> None:
+        return None
+
+    async def write(self, item_result: ItemResult) -> None:
+        file = self._files.get(item_result.state)
+        if file is None:
+            file = await self._writer.begin(ARTIFACT_KINDS[item_result.state])
+            self._files[item_result.state] = file
+        await self._writer.write(file, (item_result.to_json_line() + "\n").encode("utf-8"))
+        file.records += 1
+        if self._csv_enabled:
+            await self._write_csv(item_result)
+
+    async def _write_csv(self, item: ItemResult) -> None:
+        row = item.to_json_dict()
+        recipient: Mapping[str, Any] = row.get("recipient") or {}
+        if self._csv is None:
+            self._csv = await self._writer.begin(CSV_EXPORT)
+            self._csv_fields = tuple(sorted(recipient))
+            header = [*CSV_BASE_COLUMNS, *(f"recipient.{name}" for name in self._csv_fields)]
+            await self._writer.write(self._csv, _csv_row(header))
+        cells = [neutralize_csv_cell(row.get(column)) for column in CSV_BASE_COLUMNS]
+        cells += [neutralize_csv_cell(recipient.get(name)) for name in self._csv_fields]
+        await self._writer.write(self._csv, _csv_row(cells))
+        self._csv.records += 1
+
+    async def close(self) -> tuple[ArtifactRef, ...]:
+        if self._closed:
+            return ()
+        self._closed = True
+        refs: list[ArtifactRef] = []
+        files = [*self._files.values(), *([] if self._csv is None else [self._csv])]
+        for file in files:
+            if file.broken:
+                continue
+            try:
+                artifact = await self._writer.finish(file)
+            except Exception:  # noqa: S112 - the writer recorded the file FAILED; the others still finish
+                continue
+            refs.append(
+                ArtifactRef(
+                    name=artifact.file_name,
+                    kind=artifact.artifact_type,
+                    uri=f"wepush-artifact:{artifact.id}",
+                    media_type=artifact.content_type,
+                    size_bytes=artifact.size_bytes or 0,
+                    record_count=file.records,
+                )
+            )
+        return tuple(refs)
+
+    async def discard(self) -> None:
+        """Abort every file still open (the run cannot finish normally)."""
+        self._closed = True
+        for file in [*self._files.values(), *([] if self._csv is None else [self._csv])]:
+            await self._writer.fail(file)
+
+    async def abandon(self) -> None:
+        self._closed = True
+        for file in [*self._files.values(), *([] if self._csv is None else [self._csv])]:
+            await self._writer.abandon(file)
+
+
+def log_line(
+    occurred_at: datetime, event: str, data: Mapping[str, Any], *, run_id: str, level: str = "INFO"
+) -> dict[str, Any]:
+    """One structured line of the run log."""
+    return {
+        "occurredAt": format_instant(occurred_at),
+        "level": level,
+        "runId": run_id,
+        "event": event,
+        "data": dict(data),
+    }
+
+
+class RunLog:
+    """``logs.jsonl``: the run's events and diagnostics as structured lines, begun on the first line."""
+
+    def __init__(self, writer: RunArtifactWriter) -> None:
+        self._writer = writer
+        self._file: _OpenFile | None = None
+
+    async def append(self, line: Mapping[str, Any]) -> None:
+        if self._file is not None and self._file.broken:
+            return
+        try:
+            if self._file is None:
+                self._file = await self._writer.begin(RUN_LOG)
+            text = json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+            await self._writer.write(self._file, text.encode("utf-8"))
+            self._file.records += 1
+        except Exception:
+            # The log is a convenience copy of events the database already holds; losing it never fails a run.
+            return
+
+    async def finish(self) -> Artifact | None:
+        if self._file is None or self._file.broken:
+            return None
+        try:
+            return await self._writer.finish(self._file)
+        except Exception:
+            # Recorded FAILED by the writer; a missing log never holds a run back from its terminal state.
+            return None
+
+    async def discard(self) -> None:
+        if self._file is not None:
+            await self._writer.fail(self._file)
+
+    async def abandon(self) -> None:
+        if self._file is not None:
+            await self._writer.abandon(self._file)

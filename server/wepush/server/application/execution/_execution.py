@@ -1,0 +1,425 @@
+"""``RunExecution``: one claimed run, from the fenced LEASED → RUNNING step to the terminal transaction.
+
+Everything the execution writes carries its lease fence; if the lease is taken away (expired, revoked
+by a recovery) every further write fails with ``LEASE_EXPIRED``, the engine is told to stop sending and
+the execution ends without touching the run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from wepush.agent.engine import (
+    CancelRun,
+    EngineValidationError,
+    ExecutionClock,
+    ExecutionEngine,
+    ExecutionPorts,
+    RunEventType,
+    RunHandle,
+    RunSummary,
+    SystemClock,
+    redact_diagnostic,
+)
+from wepush.agent.engine import RunEvent as EngineRunEvent
+from wepush.server.domain import (
+    ClaimedLease,
+    DomainError,
+    LeaseExpired,
+    Run,
+    RunCommand,
+    RunCounts,
+    RunEventDraft,
+    RunState,
+    UnitOfWorkFactory,
+)
+from wepush.server.domain.secrets import SecretStore
+
+from ._artifacts import ResultArtifacts, RetentionPolicy, RunArtifactWriter, RunLog, log_line
+from ._commands import ack_message, engine_command, pending_commands
+from ._events import FencedRunEventSink, draft_of, move_run, path_to
+from ._fence import LeaseGuard, retrying
+from ._recipients import RecipientScope, SnapshotRecipientSource
+from ._results import FencedResultSink
+from ._secrets import StoredSecretResolver
+from ._settle import settle_items
+from ._snapshot import RunSnapshot
+from ._spec import execution_spec
+from ._store import ArtifactStore
+
+__all__ = ["ExecutionContext", "RunExecution"]
+
+_log = logging.getLogger("wepush.server.execution")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionContext:
+    """What every execution shares; built once by the embedded agent."""
+
+    uow: UnitOfWorkFactory
+    engine: ExecutionEngine
+    artifact_store: ArtifactStore
+    secret_store: SecretStore
+    clock: Callable[[], datetime]
+    lease_ttl: timedelta = timedelta(seconds=30)
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    engine_clock: ExecutionClock = field(default_factory=SystemClock)
+    settle_batch_size: int = 500
+
+
+def _final_reason(
+    summary: RunSummary, final: RunState, cancel_reason: str | None, stop: str | None
+) -> str | None:
+    if final is RunState.SUCCEEDED:
+        return None
+    if final is RunState.CANCELLED:
+        return cancel_reason or "cancelled by command"
+    parts = [f"stopped: {stop}"] if stop else []
+    outcome = [
+        f"{n} {name}"
+        for n, name in ((summary.failed, "failed"), (summary.unknown, "unknown"), (summary.unsent, "unsent"))
+        if n
+    ]
+    if outcome:
+        parts.append(", ".join(outcome))
+    if summary.suppressed_errors:
+        parts.append("errors: " + ", ".join(sorted({e.code for e in summary.suppressed_errors})))
+    return "; ".join(parts) or None
+
+
+class RunExecution:
+    """Owns one run while this agent holds its lease. ``execute`` is the task body; ``deliver`` (commands),
+    ``renew`` (lease) and ``stop`` (shutdown) are called by the agent's other loops."""
+
+    def __init__(self, context: ExecutionContext, claimed: ClaimedLease, run: Run) -> None:
+        self._ctx = context
+        self.run = run
+        self.lease = claimed.lease
+        self._guard = LeaseGuard(context.uow, claimed.fence, context.clock)
+        self._handle: RunHandle | None = None
+        self._handled: set[str] = set()
+        # The engine's answer to each command, kept until it is stored: the terminal transaction may
+        # commit before a delivery's own acknowledgement does, and must then store that answer itself.
+        self._answers: dict[str, tuple[bool, str | None]] = {}
+        self._cancel_reason: str | None = None
+        self.lost = False
+        self.final_state: RunState | None = None
+        self._owned: list[ResultArtifacts | RunLog] = []
+
+    @property
+    def run_id(self) -> str:
+        return self.run.id
+
+    @property
+    def handle(self) -> RunHandle | None:
+        return self._handle
+
+    # ------------------------------------------------------------------ the task body
+
+    async def execute(self) -> None:
+        try:
+            await self._execute()
+        except LeaseExpired:
+            self.lost = True
+            _log.warning("run %s: lease %s was lost; the execution stops", self.run_id, self.lease.id)
+        finally:
+            if self.lost and self._handle is not None:
+                self._handle_stop("the lease was lost")
+            # Files not finished by now never will be (lease lost, hard shutdown): close them locally and
+            # leave their rows to the recovery, which marks them FAILED.
+            for owned in self._owned:
+                await owned.abandon()
+
+    async def _execute(self) -> None:
+        await retrying(self._begin)
+        writer = self._writer()
+        log = RunLog(writer)
+        self._owned.append(log)
+        try:
+            snapshot = RunSnapshot.from_json(self.run.snapshot)
+            spec = execution_spec(snapshot, self.run.created_at)
+        except DomainError as exc:
+            await self._fail_before_start(RecipientScope.of_run(self.run), log, "SNAPSHOT_INVALID", str(exc))
+            return
+        artifacts = ResultArtifacts(writer)
+        self._owned.append(artifacts)
+        events = FencedRunEventSink(
+            self._guard,
+            workspace_id=self.run.workspace_id,
+            run_id=self.run_id,
+            log=log,
+            clock=self._ctx.clock,
+        )
+        ports = ExecutionPorts(
+            recipient_source=SnapshotRecipientSource(self._ctx.uow, self._guard, snapshot),
+            secret_resolver=StoredSecretResolver(
+                self._ctx.uow,
+                self._ctx.secret_store,
+                workspace_id=snapshot.workspace_id,
+                account_id=snapshot.account.id,
+                secret_versions=snapshot.account.secret_versions,
+            ),
+            result_sink=FencedResultSink(self._guard, self.run.workspace_id, self.run_id),
+            artifact_sink=artifacts,
+            event_sink=events,
+            clock=self._ctx.engine_clock,
+        )
+        try:
+            self._handle = await self._ctx.engine.start(spec, ports)
+        except EngineValidationError as exc:
+            await artifacts.discard()
+            await self._fail_before_start(RecipientScope.of(snapshot), log, exc.category.value, str(exc))
+            return
+        except Exception as exc:
+            # Not a refusal the engine names, but still nothing was dispatched: fail the run, never requeue
+            # it into the same crash.
+            _log.exception("run %s: the engine could not start it", self.run_id)
+            await artifacts.discard()
+            detail = redact_diagnostic(f"{type(exc).__name__}: {exc}", limit=300) or type(exc).__name__
+            await self._fail_before_start(RecipientScope.of(snapshot), log, "INTERNAL_ERROR", detail)
+            return
+        summary = await self._handle.completion()
+        if self.lost:
+            return
+        await self._finish(summary, events.final_events, log)
+
+    async def _begin(self) -> None:
+        """LEASED → RUNNING, after the fence is proven by acknowledging the lease in the same transaction."""
+        async with self._guard.unchecked() as uow:
+            await uow.leases.acknowledge(self._guard.fence, self._ctx.clock())
+            run = await uow.runs.get(self.run.workspace_id, self.run_id)
+            if run.state is RunState.LEASED:
+                run = await uow.runs.transition(
+                    run.workspace_id, run.id, expected_version=run.version, target=RunState.RUNNING
+                )
+        self.run = run
+
+    def _writer(self) -> RunArtifactWriter:
+        return RunArtifactWriter(
+            store=self._ctx.artifact_store,
+            tx=self._guard.transaction,
+            workspace_id=self.run.workspace_id,
+            run_id=self.run_id,
+            clock=self._ctx.clock,
+            retention=self._ctx.retention,
+        )
+
+    # ------------------------------------------------------------------ terminal transactions
+
+    async def _finish(self, summary: RunSummary, final_events: list[EngineRunEvent], log: RunLog) -> None:
+        for error in summary.suppressed_errors:
+            await log.append(
+                log_line(
+                    summary.ended_at,
+                    "SUPPRESSED_ERROR",
+                    {"stage": error.stage, "code": error.code, "message": error.message},
+                    run_id=self.run_id,
+                    level="ERROR",
+                )
+            )
+        await log.finish()
+        completed = next((e for e in final_events if e.type is RunEventType.RUN_COMPLETED), None)
+        stop = None if completed is None else completed.data.get("stopReason")
+        counts = RunCounts(
+            total=summary.total,
+            succeeded=summary.succeeded,
+            failed=summary.failed,
+            unknown=summary.unknown,
+            unsent=summary.unsent,
+            skipped=summary.skipped,
+            retried=summary.retried,
+        )
+        final = RunState(summary.final_state.value)
+        reason = _final_reason(summary, final, self._cancel_reason, stop)
+        fallback = {"finalState": final.value, "counts": _counts_json(counts), "stopReason": stop}
+        await retrying(lambda: self._terminal(final, reason, counts, final_events, fallback))
+
+    async def _terminal(
+        self,
+        final: RunState,
+        reason: str | None,
+        counts: RunCounts,
+        final_events: list[EngineRunEvent],
+        fallback_data: dict[str, Any],
+    ) -> None:
+        """One transaction: the RUN_COMPLETED event, the final counts, the terminal state, the lease release."""
+        now = self._ctx.clock()
+        async with self._guard.unchecked() as uow:
+            current = await uow.runs.get(self.run.workspace_id, self.run_id)
+            if path_to(current.state, final) is None:
+                # An operator's cancel wins over whatever else stopped the run: CANCELLING only ends CANCELLED.
+                final, reason = RunState.CANCELLED, self._cancel_reason or reason
+            drafts = [_with_final_state(draft_of(e), final) for e in final_events]
+            stored = False
+            if drafts:
+                ack = await uow.leases.accept_event_batch(
+                    self._guard.fence, now, first_sequence=final_events[0].sequence, events=drafts
+                )
+                stored = not ack.gap
+            else:
+                await uow.leases.check(self._guard.fence, now)
+            if not stored:
+                # The engine could not publish its last events; the Service states the outcome itself.
+                await uow.run_events.append(
+                    self.run.workspace_id,
+                    self.run_id,
+                    [
+                        RunEventDraft(
+                            type="RUN_COMPLETED",
+                            occurred_at=now,
+                            data={**fallback_data, "finalState": final.value},
+                        )
+                    ],
+                )
+            await uow.runs.record_progress(
+                self.run.workspace_id, self.run_id, counts=counts, current_concurrency=0
+            )
+            await move_run(uow, self.run.workspace_id, self.run_id, final, reason)
+            await uow.leases.release(self._guard.fence, now)
+            for command in await pending_commands(uow, self.run_id):
+                applied, message = self._answers.get(
+                    command.command_id, (False, f"RUN_STATE_CONFLICT: run is {final.value}")
+                )
+                await uow.run_commands.record_ack(command.command_id, applied=applied, result_message=message)
+        self.final_state = final
+
+    async def _fail_before_start(self, scope: RecipientScope, log: RunLog, code: str, message: str) -> None:
+        """The engine refused the run before dispatching anything: every recipient is UNSENT."""
+        await log.append(
+            log_line(
+                self._ctx.clock(),
+                "RUN_REJECTED",
+                {"code": code, "message": message},
+                run_id=self.run_id,
+                level="ERROR",
+            )
+        )
+        artifacts = ResultArtifacts(self._writer())
+        self._owned.append(artifacts)
+        settled = await settle_items(
+            tx=self._guard.transaction,
+            scope=scope,
+            dispatched_through=0,
+            artifacts=artifacts,
+            reason=f"the run was refused before dispatch ({code})",
+            clock=self._ctx.clock,
+            batch_size=self._ctx.settle_batch_size,
+        )
+        await artifacts.close()
+        await log.finish()
+        reason = f"{code}: {message}"
+        data = {
+            "finalState": RunState.FAILED.value,
+            "counts": _counts_json(settled.counts),
+            "stopReason": code,
+        }
+        await retrying(lambda: self._terminal(RunState.FAILED, reason, settled.counts, [], data))
+
+    # ------------------------------------------------------------------ calls from the agent's loops
+
+    async def deliver(self, command: RunCommand) -> bool:
+        """Apply one stored command (idempotent by command id) and record the acknowledgement.
+
+        Returns ``False`` when the run has not started yet; the poller offers the command again later.
+        """
+        if command.command_id in self._handled or self.final_state is not None:
+            return True
+        handle = self._handle
+        if handle is None:
+            return False
+        message: str | None
+        try:
+            translated = engine_command(command)
+        except ValueError as exc:
+            applied, message = False, f"VALIDATION_FAILED: {exc}"
+        else:
+            if isinstance(translated, CancelRun) and self._cancel_reason is None:
+                self._cancel_reason = translated.reason or "cancelled by command"
+            result = await handle.submit(translated)
+            applied, message = result.accepted, ack_message(result)
+        self._answers[command.command_id] = (applied, message)
+
+        async def acknowledge() -> None:
+            async with self._guard.transaction() as uow:
+                await uow.run_commands.record_ack(command.command_id, applied=applied, result_message=message)
+
+        try:
+            await retrying(acknowledge)
+        except LeaseExpired:
+            self._lease_lost()
+            return True
+        self._handled.add(command.command_id)
+        return True
+
+    async def renew(self) -> bool:
+        """Extend the lease; ``False`` (and the engine told to stop) when the lease is no longer ours."""
+        if self.lost:
+            return False
+        now = self._ctx.clock()
+
+        async def extend() -> None:
+            async with self._guard.unchecked() as uow:
+                await uow.leases.renew(self._guard.fence, now, expires_at=now + self._ctx.lease_ttl)
+
+        try:
+            await retrying(extend)
+        except LeaseExpired:
+            self._lease_lost()
+            return False
+        return True
+
+    def stop(self, reason: str) -> bool:
+        """Ask the engine to cancel the run (shutdown); ``False`` if it has not started."""
+        if self._handle is None:
+            return False
+        if self._cancel_reason is None:
+            self._cancel_reason = reason
+        self._handle_stop(reason)
+        return True
+
+    def _lease_lost(self) -> None:
+        if self.final_state is not None:
+            return  # released by our own terminal transaction, not lost
+        if not self.lost:
+            self.lost = True
+            _log.warning(
+                "run %s: lease %s is no longer active; stopping the engine", self.run_id, self.lease.id
+            )
+        self._handle_stop("the lease was lost")
+
+    def _handle_stop(self, reason: str) -> None:
+        handle = self._handle
+        if handle is None:
+            return
+        task = asyncio.get_running_loop().create_task(
+            handle.submit(CancelRun(f"stop-{self.lease.id}", reason))
+        )
+        task.add_done_callback(_ignore_result)
+
+
+def _ignore_result(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def _counts_json(counts: RunCounts) -> dict[str, int]:
+    return {
+        "total": counts.total,
+        "succeeded": counts.succeeded,
+        "failed": counts.failed,
+        "unknown": counts.unknown,
+        "unsent": counts.unsent,
+        "skipped": counts.skipped,
+        "retried": counts.retried,
+    }
+
+
+def _with_final_state(draft: RunEventDraft, final: RunState) -> RunEventDraft:
+    if draft.type != RunEventType.RUN_COMPLETED.value:
+        return draft
+    return replace(draft, data={**draft.data, "finalState": final.value})

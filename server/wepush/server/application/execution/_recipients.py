@@ -1,0 +1,101 @@
+"""The recipient source of a run: the frozen audience snapshot (or a resend run's retry set), in batches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from wepush.agent.engine import RecipientRecord
+from wepush.server.domain import (
+    MAX_PAGE_LIMIT,
+    Page,
+    PageRequest,
+    Recipient,
+    Run,
+    RunTrigger,
+    UnitOfWork,
+    UnitOfWorkFactory,
+)
+
+from ._fence import LeaseGuard, retrying
+from ._snapshot import RunSnapshot
+from ._spec import recipient_record
+
+__all__ = ["RecipientScope", "SnapshotRecipientSource", "read_recipients"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecipientScope:
+    """Which recipients a run covers: an audience snapshot, limited to the retry set for a resend run."""
+
+    workspace_id: str
+    run_id: str
+    snapshot_id: str
+    resend: bool
+
+    @classmethod
+    def of(cls, snapshot: RunSnapshot) -> RecipientScope:
+        return cls(
+            snapshot.workspace_id,
+            snapshot.run_id,
+            snapshot.audience.snapshot_id,
+            snapshot.resend_of is not None,
+        )
+
+    @classmethod
+    def of_run(cls, run: Run) -> RecipientScope:
+        """From the run's indexed columns alone, for a run whose snapshot cannot be read."""
+        return cls(run.workspace_id, run.id, run.audience_snapshot_id, run.trigger is RunTrigger.RESEND)
+
+
+async def read_recipients(
+    uow: UnitOfWork, scope: RecipientScope, after: int | None, limit: int
+) -> Page[Recipient, int]:
+    """One page of the run's recipients in sequence order: the whole audience snapshot, or for a resend
+    run only the items of its ``run_retry_item`` set."""
+    page = PageRequest(limit=max(1, min(limit, MAX_PAGE_LIMIT)), after=after)
+    if scope.resend:
+        return await uow.run_items.list_retry_recipients(scope.run_id, scope.snapshot_id, page)
+    return await uow.audiences.list_recipients(scope.snapshot_id, page)
+
+
+class SnapshotRecipientSource:
+    """The engine's RecipientSource. Each batch is read in a fenced transaction that also raises the run's
+    dispatch high-water mark to the batch's last sequence, before the engine can dispatch any of it."""
+
+    def __init__(self, uow: UnitOfWorkFactory, guard: LeaseGuard, snapshot: RunSnapshot) -> None:
+        self._uow = uow
+        self._guard = guard
+        self._snapshot = snapshot
+        self._scope = RecipientScope.of(snapshot)
+        self._after: int | None = None
+        self._exhausted = False
+
+    async def open(self) -> None:
+        async with self._uow(read_only=True) as uow:
+            await uow.audiences.get_snapshot(self._snapshot.workspace_id, self._snapshot.audience.snapshot_id)
+
+    async def next_batch(self, max_items: int) -> Sequence[RecipientRecord]:
+        if self._exhausted:
+            return ()
+        snapshot = self._snapshot
+
+        async def read_and_mark() -> Page[Recipient, int]:
+            async with self._guard.transaction() as uow:
+                page = await read_recipients(uow, self._scope, self._after, max_items)
+                if page.items:
+                    await uow.runs.mark_dispatched(
+                        snapshot.workspace_id, snapshot.run_id, through_sequence=page.items[-1].sequence
+                    )
+            return page
+
+        page = await retrying(read_and_mark)
+        if not page.items:
+            self._exhausted = True
+            return ()
+        self._after = page.items[-1].sequence
+        self._exhausted = not page.has_more
+        return [recipient_record(snapshot.run_id, r) for r in page.items]
+
+    async def close(self) -> None:
+        return None

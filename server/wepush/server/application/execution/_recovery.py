@@ -1,0 +1,302 @@
+"""Recovery of runs whose executor died: LOST → RECOVERING → a truthful end.
+
+The dead executor's lease is revoked first, so anything it still tries to write is rejected with
+``LEASE_EXPIRED``. A run that never dispatched anything goes back to PENDING and is simply executed again.
+Otherwise nothing is re-sent automatically: items without a recorded result become UNKNOWN when they lie
+at or below the dispatch high-water mark (they may have been sent) and UNSENT above it; the result
+artifacts and the run log are rebuilt from the database; and the run ends FAILED or PARTIAL (CANCELLED if
+it was being cancelled) with the counts written in the same transaction as the terminal state. Resending
+UNKNOWN or UNSENT items is the operator's decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from wepush.server.domain import (
+    AgentLease,
+    ArtifactOwnerType,
+    ArtifactState,
+    PageRequest,
+    Run,
+    RunCounts,
+    RunEventDraft,
+    RunState,
+    RunStateConflict,
+    UnitOfWorkFactory,
+    VersionConflict,
+)
+
+from ._artifacts import ResultArtifacts, RetentionPolicy, RunArtifactWriter, RunLog, log_line
+from ._commands import reject_pending
+from ._fence import plain_transactions, retrying
+from ._notifier import RunAvailabilityNotifier
+from ._recipients import RecipientScope
+from ._settle import SETTLED_CODE, settle_items
+from ._store import ArtifactStore
+
+__all__ = ["EXECUTING_STATES", "RecoveryOutcome", "RunRecovery"]
+
+EXECUTING_STATES = frozenset({RunState.LEASED, RunState.RUNNING, RunState.PAUSED, RunState.CANCELLING})
+
+_log = logging.getLogger("wepush.server.execution")
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryOutcome:
+    run_id: str
+    final_state: RunState
+    counts: RunCounts
+    unknown_added: int
+    unsent_added: int
+
+
+class RunRecovery:
+    """Settles runs left behind by a dead executor. Safe to call again for the same run: every step is a
+    conditional transition, and a step another instance already took ends the call."""
+
+    def __init__(
+        self,
+        *,
+        uow: UnitOfWorkFactory,
+        artifact_store: ArtifactStore,
+        clock: Callable[[], datetime],
+        retention: RetentionPolicy | None = None,
+        notifier: RunAvailabilityNotifier | None = None,
+        batch_size: int = 500,
+        max_attempts: int = 3,
+    ) -> None:
+        self._uow = uow
+        self._tx = plain_transactions(uow)
+        self._store = artifact_store
+        self._clock = clock
+        self._retention = retention or RetentionPolicy()
+        self._notifier = notifier
+        self._batch_size = batch_size
+        self._max_attempts = max_attempts
+
+    async def recover_lease(self, lease: AgentLease, cause: str) -> RecoveryOutcome | None:
+        """Revoke ``lease`` (if still active) so its holder can no longer write, then recover its run;
+        ``None`` when the run needs nothing (terminal, pending, or held under another lease)."""
+        async with self._uow() as uow:
+            await uow.leases.revoke(lease.id)
+        return await self.recover_orphan(lease.workspace_id, lease.run_id, cause, lease=lease)
+
+    async def recover_orphan(
+        self, workspace_id: str, run_id: str, cause: str, *, lease: AgentLease | None = None
+    ) -> RecoveryOutcome | None:
+        """Recover a run in an executing state that no ACTIVE lease covers any more (its lease expired or
+        was revoked); ``None`` when the run is covered or not executing."""
+        try:
+            run, previous = await self._mark_lost(workspace_id, run_id, cause, lease)
+        except (RunStateConflict, VersionConflict):
+            return None  # the run moved on meanwhile (finished, or another instance recovers it)
+        if run is None:
+            return None
+        _log.warning("run %s was lost (%s); recovering", run.id, cause)
+        # A run whose executor keeps dying before it dispatches anything is not queued forever.
+        requeue = lease is None or lease.epoch < self._max_attempts
+        return await self.recover_run(run, cause, previous=previous, requeue=requeue)
+
+    async def _mark_lost(
+        self, workspace_id: str, run_id: str, cause: str, lease: AgentLease | None
+    ) -> tuple[Run | None, RunState]:
+        # Most runs a periodic scan looks at are healthy: find that out without taking the write lock.
+        async with self._uow(read_only=True) as uow:
+            if await uow.leases.find_active(run_id) is not None:
+                return None, RunState.RUNNING
+        async with self._uow() as uow:
+            active = await uow.leases.find_active(run_id)
+            run = await uow.runs.get(workspace_id, run_id)
+            previous = run.state
+            if active is not None or run.state not in (*EXECUTING_STATES, RunState.LOST):
+                return None, previous
+            if run.state is not RunState.LOST:
+                run = await uow.runs.transition(
+                    run.workspace_id, run.id, expected_version=run.version, target=RunState.LOST, reason=cause
+                )
+                data: dict[str, object] = {"previousState": previous.value, "cause": cause}
+                if lease is not None:
+                    data |= {"leaseId": lease.id, "epoch": lease.epoch, "agentId": lease.agent_id}
+                await uow.run_events.append(
+                    run.workspace_id,
+                    run.id,
+                    [RunEventDraft(type="RUN_LOST", occurred_at=self._clock(), data=data)],
+                )
+        return run, previous
+
+    async def recover_run(
+        self, run: Run, cause: str, *, previous: RunState | None = None, requeue: bool = True
+    ) -> RecoveryOutcome | None:
+        """Continue from LOST or RECOVERING (e.g. a recovery interrupted by another restart)."""
+        if run.state is RunState.LOST:
+            try:
+                async with self._uow() as uow:
+                    run = await uow.runs.transition(
+                        run.workspace_id,
+                        run.id,
+                        expected_version=run.version,
+                        target=RunState.RECOVERING,
+                        reason=cause,
+                    )
+                    await uow.run_events.append(
+                        run.workspace_id,
+                        run.id,
+                        [
+                            RunEventDraft(
+                                type="RUN_RECOVERING", occurred_at=self._clock(), data={"cause": cause}
+                            )
+                        ],
+                    )
+            except (RunStateConflict, VersionConflict):
+                return None  # another instance took the run over first
+        if run.state is not RunState.RECOVERING:
+            return None
+        async with self._uow(read_only=True) as uow:
+            mark = await uow.runs.dispatch_mark(run.workspace_id, run.id)
+            recorded = sum((await uow.run_items.count_by_state(run.id)).values())
+        await self._supersede_artifacts(run)
+        if mark == 0 and recorded == 0 and requeue:
+            return await self._requeue(run, cause, previous)
+        return await self._settle(run, cause, previous, mark)
+
+    async def _requeue(self, run: Run, cause: str, previous: RunState | None) -> RecoveryOutcome:
+        """Nothing reached the engine, so nothing can have been sent: run it again (or finish the cancel)."""
+        target = RunState.CANCELLED if previous is RunState.CANCELLING else RunState.PENDING
+        reason = f"{cause}; nothing had been dispatched" + (
+            "" if target is RunState.CANCELLED else ", queued again"
+        )
+        counts = RunCounts(total=run.recipient_count, unsent=run.recipient_count)
+        async with self._uow() as uow:
+            current = await uow.runs.get(run.workspace_id, run.id)
+            if target is RunState.CANCELLED:
+                await uow.runs.record_progress(run.workspace_id, run.id, counts=counts, current_concurrency=0)
+            await uow.runs.transition(
+                run.workspace_id, run.id, expected_version=current.version, target=target, reason=reason
+            )
+            if target is RunState.CANCELLED:
+                await uow.run_events.append(
+                    run.workspace_id,
+                    run.id,
+                    [self._completed(target, counts, cause, 0, 0)],
+                )
+                await reject_pending(uow, run.id, f"RUN_STATE_CONFLICT: run is {target.value}")
+        if target is RunState.PENDING and self._notifier is not None:
+            self._notifier.notify()
+        return RecoveryOutcome(run.id, target, counts, 0, 0)
+
+    async def _settle(self, run: Run, cause: str, previous: RunState | None, mark: int) -> RecoveryOutcome:
+        writer = RunArtifactWriter(
+            store=self._store,
+            tx=self._tx,
+            workspace_id=run.workspace_id,
+            run_id=run.id,
+            clock=self._clock,
+            retention=self._retention,
+        )
+        artifacts = ResultArtifacts(writer)
+        settled = await settle_items(
+            tx=self._tx,
+            scope=RecipientScope.of_run(run),
+            dispatched_through=mark,
+            artifacts=artifacts,
+            reason=f"{cause}: the outcome was not recorded",
+            clock=self._clock,
+            batch_size=self._batch_size,
+        )
+        await artifacts.close()
+        counts = replace(settled.counts, retried=run.counts.retried)
+        if previous is RunState.CANCELLING:
+            final = RunState.CANCELLED
+        elif counts.succeeded + counts.skipped == counts.total:
+            final = RunState.SUCCEEDED
+        else:
+            final = RunState.PARTIAL if counts.succeeded else RunState.FAILED
+        reason = (
+            f"{cause}: {counts.unknown} item(s) UNKNOWN (may have been sent), {counts.unsent} UNSENT; "
+            "nothing was sent again, resend them explicitly if needed"
+        )
+        await self._write_log(run, writer, cause, counts)
+        completed = self._completed(final, counts, cause, settled.unknown_added, settled.unsent_added)
+
+        async def terminal() -> None:
+            async with self._uow() as uow:
+                current = await uow.runs.get(run.workspace_id, run.id)
+                await uow.runs.record_progress(run.workspace_id, run.id, counts=counts, current_concurrency=0)
+                await uow.runs.transition(
+                    run.workspace_id, run.id, expected_version=current.version, target=final, reason=reason
+                )
+                await uow.run_events.append(run.workspace_id, run.id, [completed])
+                await reject_pending(uow, run.id, f"RUN_STATE_CONFLICT: run is {final.value}")
+
+        await retrying(terminal)
+        _log.warning("run %s recovered as %s (%s)", run.id, final.value, reason)
+        return RecoveryOutcome(run.id, final, counts, settled.unknown_added, settled.unsent_added)
+
+    def _completed(
+        self, final: RunState, counts: RunCounts, cause: str, unknown_added: int, unsent_added: int
+    ) -> RunEventDraft:
+        return RunEventDraft(
+            type="RUN_COMPLETED",
+            occurred_at=self._clock(),
+            data={
+                "finalState": final.value,
+                "counts": {
+                    "total": counts.total,
+                    "succeeded": counts.succeeded,
+                    "failed": counts.failed,
+                    "unknown": counts.unknown,
+                    "unsent": counts.unsent,
+                    "skipped": counts.skipped,
+                    "retried": counts.retried,
+                },
+                "stopReason": SETTLED_CODE,
+                "recovered": True,
+                "cause": cause,
+                "unknownAdded": unknown_added,
+                "unsentAdded": unsent_added,
+            },
+        )
+
+    async def _supersede_artifacts(self, run: Run) -> None:
+        """Artifacts the dead executor left are replaced: unfinished ones fail, finished ones are deleted."""
+        async with self._uow(read_only=True) as uow:
+            left = await uow.artifacts.list_for_owner(run.workspace_id, ArtifactOwnerType.RUN, run.id)
+        for artifact in left:
+            if artifact.state is ArtifactState.UPLOADING:
+                async with self._uow() as uow:
+                    await uow.artifacts.update(replace(artifact, state=ArtifactState.FAILED))
+            elif artifact.state is ArtifactState.READY:
+                async with self._uow() as uow:
+                    deleting = await uow.artifacts.update(replace(artifact, state=ArtifactState.DELETING))
+                await self._store.delete(deleting.storage_key)
+                async with self._uow() as uow:
+                    await uow.artifacts.mark_deleted(deleting.id)
+
+    async def _write_log(self, run: Run, writer: RunArtifactWriter, cause: str, counts: RunCounts) -> None:
+        log = RunLog(writer)
+        after: int | None = None
+        while True:
+            async with self._uow(read_only=True) as uow:
+                page = await uow.run_events.list_page(run.id, PageRequest(limit=500, after=after))
+            for event in page.items:
+                level = "ERROR" if event.type in ("ITEM_ERROR", "RUN_LOST") else "INFO"
+                await log.append(
+                    log_line(event.occurred_at, event.type, event.data, run_id=run.id, level=level)
+                )
+            if page.next_after is None:
+                break
+            after = page.next_after
+        await log.append(
+            log_line(
+                self._clock(),
+                "RUN_RECOVERED",
+                {"cause": cause, "unknown": counts.unknown, "unsent": counts.unsent},
+                run_id=run.id,
+                level="WARN",
+            )
+        )
+        await log.finish()

@@ -1,0 +1,78 @@
+"""Item results: the engine's ItemResult ↔ the domain's, and the fenced ResultSink of an executing run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from wepush.agent.engine import ErrorCategory, RecipientValue
+from wepush.agent.engine import ItemResult as EngineItemResult
+from wepush.agent.engine import ItemState as EngineItemState
+from wepush.server.domain import ItemResult, ItemState, RunItem
+
+from ._fence import LeaseGuard
+
+__all__ = ["FencedResultSink", "engine_result", "stored_result"]
+
+
+def stored_result(result: EngineItemResult) -> ItemResult:
+    """What the run_item table keeps of an outcome (recipient fields and response bodies stay in artifacts)."""
+    return ItemResult(
+        item_id=result.item_id,
+        sequence=result.sequence,
+        state=ItemState(result.state.value),
+        attempt=result.attempt,
+        error_category=None if result.error_category is None else result.error_category.value,
+        provider_code=result.provider_code,
+        diagnostic=result.diagnostic,
+        external_request_id=result.external_request_id,
+        finished_at=result.finished_at,
+    )
+
+
+def engine_result(item: RunItem, recipient: Mapping[str, RecipientValue] | None) -> EngineItemResult:
+    """A stored outcome as an artifact line, for artifacts rebuilt from the database (recovery)."""
+    category = None
+    if item.error_category is not None:
+        try:
+            category = ErrorCategory(item.error_category)
+        except ValueError:
+            category = ErrorCategory.UNKNOWN
+    return EngineItemResult(
+        run_id=item.run_id,
+        item_id=item.item_id,
+        sequence=item.sequence,
+        state=EngineItemState(item.state.value),
+        attempt=item.attempt,
+        error_category=category,
+        provider_code=item.provider_code,
+        diagnostic=item.diagnostic,
+        external_request_id=item.external_request_id,
+        finished_at=item.finished_at,
+        recipient=recipient,
+    )
+
+
+class FencedResultSink:
+    """Appends result batches with ``run_items.record_results`` under the lease fence. The repository is
+    idempotent per (item, attempt), so the engine may safely re-append a batch after a failure."""
+
+    def __init__(self, guard: LeaseGuard, workspace_id: str, run_id: str) -> None:
+        self._guard = guard
+        self._workspace_id = workspace_id
+        self._run_id = run_id
+
+    async def open(self) -> None:
+        async with self._guard.transaction():
+            pass
+
+    async def append(self, batch: Sequence[EngineItemResult]) -> None:
+        results = [stored_result(result) for result in batch]
+        async with self._guard.transaction() as uow:
+            await uow.run_items.record_results(self._workspace_id, self._run_id, results)
+
+    async def flush(self) -> None:
+        # Every append commits its own transaction: there is nothing buffered to flush.
+        return None
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,78 @@
+"""Artifact retention: expired artifacts go READY → DELETING → DELETED.
+
+Expiry is stamped on each artifact when it is created (see ``RetentionPolicy``); pinned and legal-hold
+artifacts are never claimed. The store deletion happens outside any transaction; an object that is already
+gone counts as deleted, and a deletion that failed stays DELETING and is retried by the next pass, so a
+pass can be repeated any number of times.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from wepush.server.domain import Artifact, UnitOfWorkFactory
+
+from ._store import ArtifactStore
+
+__all__ = ["ArtifactRetention", "RetentionReport"]
+
+_log = logging.getLogger("wepush.server.execution")
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionReport:
+    deleted: int = 0
+    """Artifacts now DELETED whose object the store removed."""
+    missing: int = 0
+    """Artifacts now DELETED whose object was already gone."""
+    failed: int = 0
+    """Deletions the store refused; they stay DELETING for the next pass."""
+    abandoned_uploads: int = 0
+
+
+class ArtifactRetention:
+    def __init__(
+        self,
+        uow: UnitOfWorkFactory,
+        store: ArtifactStore,
+        clock: Callable[[], datetime],
+        *,
+        batch_size: int = 100,
+        abandoned_upload_age: timedelta = timedelta(hours=24),
+    ) -> None:
+        self._uow = uow
+        self._store = store
+        self._clock = clock
+        self._batch = batch_size
+        self._abandoned_age = abandoned_upload_age
+
+    async def sweep(self) -> RetentionReport:
+        deleted = missing = failed = 0
+        async with self._uow() as uow:
+            unfinished = await uow.artifacts.list_deleting(self._batch)
+        batches = [unfinished]
+        while batches:
+            for artifact in batches.pop():
+                outcome = await self._delete(artifact)
+                deleted += outcome == "deleted"
+                missing += outcome == "missing"
+                failed += outcome == "failed"
+            async with self._uow() as uow:
+                claimed = await uow.artifacts.claim_expired(self._clock(), self._batch)
+            if claimed:
+                batches.append(claimed)
+        abandoned = await self._store.reclaim_abandoned(self._abandoned_age)
+        return RetentionReport(deleted, missing, failed, abandoned)
+
+    async def _delete(self, artifact: Artifact) -> str:
+        try:
+            existed = await self._store.delete(artifact.storage_key)
+        except Exception:
+            _log.exception("artifact %s could not be deleted; it stays DELETING", artifact.id)
+            return "failed"
+        async with self._uow() as uow:
+            await uow.artifacts.mark_deleted(artifact.id)
+        return "deleted" if existed else "missing"

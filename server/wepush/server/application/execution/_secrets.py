@@ -1,0 +1,72 @@
+"""``StoredSecretResolver``: account secrets, decrypted in-process for one run.
+
+A run may only read the secrets its snapshot names, at the record version the snapshot froze. The
+sealed record is opened with the SecretStore into a short-lived buffer, copied into a ``SecretValue``
+(which the engine closes, zeroing it, when the run ends) and the buffer is zeroed at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from wepush.agent.engine import SecretNotFoundError, SecretRef, SecretValue
+from wepush.server.domain import SecretRecord, UnitOfWorkFactory
+from wepush.server.domain.secrets import SealedSecret, SecretStore
+
+from ._snapshot import ACCOUNT_SECRET_OWNER
+
+__all__ = ["StoredSecretResolver", "open_secret_record"]
+
+
+def open_secret_record(store: SecretStore, record: SecretRecord) -> bytearray:
+    """Decrypt a secret record. The record binding is (workspace, record id, secret name, record version),
+    the convention every writer of ``secret_record`` uses; the caller zeroes the returned buffer."""
+    sealed = SealedSecret(
+        ciphertext=record.ciphertext,
+        nonce=record.nonce,
+        encrypted_dek=record.encrypted_dek,
+        dek_nonce=record.dek_nonce,
+        algorithm=record.algorithm,
+        key_version=record.key_version,
+    )
+    return store.decrypt(sealed, record.workspace_id, record.id, record.name, record.record_version)
+
+
+class StoredSecretResolver:
+    """The engine's SecretResolver for one run: ``{"$secret": name}`` → the account's ``secret_record``
+    named ``name`` at the version recorded in the snapshot. A secret replaced after the run was created
+    is refused rather than silently substituted."""
+
+    def __init__(
+        self,
+        uow: UnitOfWorkFactory,
+        store: SecretStore,
+        *,
+        workspace_id: str,
+        account_id: str,
+        secret_versions: Mapping[str, int],
+    ) -> None:
+        self._uow = uow
+        self._store = store
+        self._workspace_id = workspace_id
+        self._account_id = account_id
+        self._versions = dict(secret_versions)
+
+    def __repr__(self) -> str:
+        return f"StoredSecretResolver(account={self._account_id!r}, secrets={sorted(self._versions)})"
+
+    async def resolve(self, ref: SecretRef) -> SecretValue:
+        version = self._versions.get(ref.name)
+        if version is None or (ref.version is not None and ref.version != str(version)):
+            raise SecretNotFoundError(ref)
+        async with self._uow(read_only=True) as uow:
+            record = await uow.secret_records.find(
+                self._workspace_id, ACCOUNT_SECRET_OWNER, self._account_id, ref.name
+            )
+        if record is None or record.record_version != version:
+            raise SecretNotFoundError(ref)
+        plain = open_secret_record(self._store, record)
+        try:
+            return SecretValue(plain)
+        finally:
+            plain[:] = bytes(len(plain))

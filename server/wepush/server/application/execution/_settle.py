@@ -1,0 +1,138 @@
+"""Account for every recipient of a run that cannot finish normally.
+
+Walks the run's recipients in sequence order beside the stored item results. A recipient without a final
+result gets one: UNKNOWN when its sequence is at or below the dispatch high-water mark (it may have been
+sent), UNSENT above it (it never reached the engine). Every recipient's outcome is written to the result
+artifacts, so the count identity holds and each recipient appears in exactly one outcome file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+
+from wepush.agent.engine import ErrorCategory
+from wepush.agent.engine import ItemResult as EngineItemResult
+from wepush.agent.engine import ItemState as EngineItemState
+from wepush.server.domain import ItemState, PageRequest, Recipient, RunCounts, RunItem
+
+from ._artifacts import ResultArtifacts
+from ._fence import TransactionScope, retrying
+from ._recipients import RecipientScope, read_recipients
+from ._results import engine_result, stored_result
+from ._spec import recipient_record
+
+__all__ = ["SETTLED_CODE", "SettledItems", "settle_items"]
+
+SETTLED_CODE = "EXECUTOR_LOST"
+_FINAL = frozenset(
+    {ItemState.SUCCEEDED, ItemState.FAILED, ItemState.UNKNOWN, ItemState.UNSENT, ItemState.SKIPPED}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SettledItems:
+    counts: RunCounts
+    """Outcome counts over all recipients (``retried`` is not known here and left 0)."""
+    unknown_added: int
+    unsent_added: int
+
+
+def _settled(
+    scope: RecipientScope, recipient: Recipient, state: EngineItemState, reason: str, now: datetime
+) -> EngineItemResult:
+    record = recipient_record(scope.run_id, recipient)
+    return EngineItemResult(
+        run_id=scope.run_id,
+        item_id=record.item_id,
+        sequence=record.sequence,
+        state=state,
+        attempt=1 if state is EngineItemState.UNKNOWN else 0,
+        error_category=ErrorCategory.UNKNOWN if state is EngineItemState.UNKNOWN else None,
+        provider_code=SETTLED_CODE,
+        diagnostic=reason,
+        finished_at=now,
+        recipient=record.fields,
+    )
+
+
+async def _settle_page(
+    tx: TransactionScope,
+    scope: RecipientScope,
+    after: int | None,
+    batch_size: int,
+    dispatched_through: int,
+    reason: str,
+    clock: Callable[[], datetime],
+) -> tuple[list[Recipient], dict[int, RunItem], dict[int, EngineItemResult]]:
+    """One transaction: a page of recipients, their stored outcomes, and a result for each one missing."""
+    async with tx() as uow:
+        page = await read_recipients(uow, scope, after, batch_size)
+        if not page.items:
+            return [], {}, {}
+        last = page.items[-1].sequence
+        # At most one item per recipient lies in (after, last], so one page of the same size holds them all.
+        stored = await uow.run_items.list_page(scope.run_id, PageRequest(limit=len(page.items), after=after))
+        known = {i.sequence: i for i in stored.items if i.sequence <= last and i.state in _FINAL}
+        now = clock()
+        fresh = {
+            r.sequence: _settled(
+                scope,
+                r,
+                EngineItemState.UNKNOWN if r.sequence <= dispatched_through else EngineItemState.UNSENT,
+                reason,
+                now,
+            )
+            for r in page.items
+            if r.sequence not in known
+        }
+        await uow.run_items.record_results(
+            scope.workspace_id, scope.run_id, [stored_result(f) for f in fresh.values()]
+        )
+    return page.items, known, fresh
+
+
+async def settle_items(
+    *,
+    tx: TransactionScope,
+    scope: RecipientScope,
+    dispatched_through: int,
+    artifacts: ResultArtifacts,
+    reason: str,
+    clock: Callable[[], datetime],
+    batch_size: int = 500,
+) -> SettledItems:
+    tally: Counter[str] = Counter()
+    added: Counter[EngineItemState] = Counter()
+    after: int | None = None
+    while True:
+        recipients, known, fresh = await retrying(
+            partial(_settle_page, tx, scope, after, batch_size, dispatched_through, reason, clock)
+        )
+        if not recipients:
+            break
+        for recipient in recipients:
+            if recipient.sequence in fresh:
+                result = fresh[recipient.sequence]
+                added[result.state] += 1
+            else:
+                fields = recipient_record(scope.run_id, recipient).fields
+                result = engine_result(known[recipient.sequence], fields)
+            tally[result.state.value] += 1
+            try:
+                await artifacts.write(result)
+            except Exception:  # noqa: S112 - the file is already marked FAILED; the outcome is stored
+                continue
+        after = recipients[-1].sequence
+    counts = RunCounts(
+        total=sum(tally.values()),
+        succeeded=tally[ItemState.SUCCEEDED.value],
+        failed=tally[ItemState.FAILED.value],
+        unknown=tally[ItemState.UNKNOWN.value],
+        unsent=tally[ItemState.UNSENT.value],
+        skipped=tally[ItemState.SKIPPED.value],
+    )
+    return SettledItems(counts, added[EngineItemState.UNKNOWN], added[EngineItemState.UNSENT])

@@ -1,0 +1,234 @@
+"""``LocalArtifactStore``: artifacts as files under one root directory (standalone mode).
+
+An upload goes to a private temporary file in ``<root>/.uploads/``; completing it fsyncs the file, renames
+it atomically onto its final path and fsyncs the directory, so a reader sees either nothing or the whole
+object. Files are 0600 and directories 0700. Keys are generated here from ids and checked again before any
+path is built, so no key can leave the root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from wepush.server.application.execution import ArtifactObjectMissing, ArtifactUpload, StoredObject
+from wepush.server.domain import ArtifactOwnerType
+
+__all__ = ["LocalArtifactStore"]
+
+_OWNER_DIRS: Final = {
+    ArtifactOwnerType.RUN: "runs",
+    ArtifactOwnerType.AUDIENCE_SNAPSHOT: "audiences",
+    ArtifactOwnerType.IMPORT: "imports",
+}
+_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+_EXTENSION: Final = re.compile(r"^[a-z0-9]{1,8}$")
+_KEY: Final = re.compile(
+    r"^(runs|audiences|imports)/[A-Za-z0-9][A-Za-z0-9-]{0,63}/[A-Za-z0-9][A-Za-z0-9-]{0,63}\.[a-z0-9]{1,8}$"
+)
+_UPLOADS: Final = ".uploads"
+_BUFFER: Final = 256 * 1024
+_READ_CHUNK: Final = 64 * 1024
+
+
+class _LocalUpload:
+    """Buffers writes and appends them to the temporary file off the event loop; hashes as it goes."""
+
+    def __init__(self, key: str, temp: Path, handle: BinaryIO) -> None:
+        self._key = key
+        self.temp = temp
+        self.handle = handle
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self._buffer = bytearray()
+        self.finished = False
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    @property
+    def size_bytes(self) -> int:
+        return self.size
+
+    async def write(self, data: bytes) -> None:
+        if self.finished:
+            raise RuntimeError("the upload is already completed or aborted")
+        self.digest.update(data)
+        self.size += len(data)
+        self._buffer += data
+        if len(self._buffer) >= _BUFFER:
+            await self.drain()
+
+    async def drain(self) -> None:
+        if self._buffer:
+            chunk, self._buffer = bytes(self._buffer), bytearray()
+            await asyncio.to_thread(self.handle.write, chunk)
+
+
+class LocalArtifactStore:
+    """The :class:`~wepush.server.application.execution.ArtifactStore` on the local file system."""
+
+    def __init__(self, root: Path | str) -> None:
+        self._root = Path(root).resolve()
+
+    def __repr__(self) -> str:
+        return f"LocalArtifactStore({str(self._root)!r})"
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    def new_key(
+        self,
+        *,
+        workspace_id: str,
+        owner_type: ArtifactOwnerType,
+        owner_id: str,
+        artifact_id: str,
+        extension: str,
+    ) -> str:
+        # The workspace is not part of a local key: ids are globally unique and the row keeps the workspace.
+        if not _ID.match(owner_id) or not _ID.match(artifact_id) or not _EXTENSION.match(extension):
+            raise ValueError("artifact keys are built from opaque ids and a short lower-case extension")
+        return f"{_OWNER_DIRS[owner_type]}/{owner_id}/{artifact_id}.{extension}"
+
+    def _path(self, key: str) -> Path:
+        if not _KEY.match(key):
+            raise ValueError("not a key this store generated")
+        path = (self._root / key).resolve()
+        if self._root not in path.parents:
+            raise ValueError("artifact key escapes the store root")
+        return path
+
+    async def begin_upload(self, key: str) -> ArtifactUpload:
+        self._path(key)
+        return await asyncio.to_thread(self._open_temp, key)
+
+    def _open_temp(self, key: str) -> _LocalUpload:
+        uploads = self._root / _UPLOADS
+        uploads.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = uploads / f"{uuid.uuid4().hex}.part"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        return _LocalUpload(key, temp, os.fdopen(fd, "wb"))
+
+    async def complete(self, upload: ArtifactUpload) -> StoredObject:
+        local = self._own(upload)
+        await local.drain()
+        local.finished = True
+        target = self._path(local.key)
+        await asyncio.to_thread(_publish, local.handle, local.temp, target)
+        return StoredObject(local.key, local.size, local.digest.hexdigest())
+
+    async def abort(self, upload: ArtifactUpload) -> None:
+        local = self._own(upload)
+        local.finished = True
+        await asyncio.to_thread(_discard, local.handle, local.temp)
+
+    def _own(self, upload: ArtifactUpload) -> _LocalUpload:
+        if not isinstance(upload, _LocalUpload):
+            raise TypeError("the upload was not started by this store")
+        if upload.finished:
+            raise RuntimeError("the upload is already completed or aborted")
+        return upload
+
+    async def stat(self, key: str) -> StoredObject | None:
+        path = self._path(key)
+        try:
+            size = (await asyncio.to_thread(path.stat)).st_size
+        except FileNotFoundError:
+            return None
+        return StoredObject(key, size)
+
+    async def open_range(self, key: str, start: int, end: int) -> AsyncIterator[bytes]:
+        if start < 0 or end < start:
+            raise ValueError("a byte range needs 0 <= start <= end")
+        path = self._path(key)
+        try:
+            handle = await asyncio.to_thread(path.open, "rb")
+        except FileNotFoundError:
+            raise ArtifactObjectMissing(key) from None
+        return _read(handle, start, end)
+
+    async def delete(self, key: str) -> bool:
+        path = self._path(key)
+        return await asyncio.to_thread(_remove, path)
+
+    async def reclaim_abandoned(self, older_than: timedelta) -> int:
+        return await asyncio.to_thread(
+            _reclaim, self._root / _UPLOADS, time.time() - older_than.total_seconds()
+        )
+
+
+async def _read(handle: BinaryIO, start: int, end: int) -> AsyncIterator[bytes]:
+    try:
+        await asyncio.to_thread(handle.seek, start)
+        remaining = end - start
+        while remaining > 0:
+            chunk = await asyncio.to_thread(handle.read, min(_READ_CHUNK, remaining))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+            yield chunk
+    finally:
+        await asyncio.to_thread(handle.close)
+
+
+def _publish(handle: BinaryIO, temp: Path, target: Path) -> None:
+    try:
+        handle.flush()
+        os.fsync(handle.fileno())
+    finally:
+        handle.close()
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.replace(temp, target)
+    _fsync_directory(target.parent)
+
+
+def _discard(handle: BinaryIO, temp: Path) -> None:
+    with contextlib.suppress(OSError):
+        handle.close()
+    temp.unlink(missing_ok=True)
+
+
+def _remove(path: Path) -> bool:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    _fsync_directory(path.parent)
+    with contextlib.suppress(OSError):
+        # Only succeeds once the run's last artifact is gone; an empty directory is not worth keeping.
+        path.parent.rmdir()
+    return True
+
+
+def _reclaim(uploads: Path, cutoff: float) -> int:
+    removed = 0
+    try:
+        entries = list(uploads.iterdir())
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        with contextlib.suppress(FileNotFoundError):
+            if entry.suffix == ".part" and entry.stat().st_mtime < cutoff:
+                entry.unlink()
+                removed += 1
+    return removed
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,396 @@
+"""``EmbeddedAgent``: the standalone Service's in-process agent, with the same lease and state semantics as a
+remote agent but no gRPC.
+
+It is a supervisor with one task per loop:
+
+* **claimer** — claims PENDING runs (one ACTIVE lease each, enforced by the database) while fewer than
+  ``max_runs`` execute, woken by the availability hint or its scan interval;
+* **command poller** — delivers stored operator commands to the runs it executes;
+* **lease renewer** — extends the leases of its runs and reports the agent's heartbeat;
+* **lease reaper** — expires overdue leases and recovers runs no active lease covers any more;
+* **retention** — deletes expired artifacts.
+
+The loops run under ``asyncio.wait(FIRST_EXCEPTION)``: a loop that fails shuts the agent down (recorded in
+:attr:`EmbeddedAgent.failure`). ``shutdown`` is idempotent and ordered: stop claiming, let running runs
+finish within the grace period, then cancel them and wait for them to settle, then stop the other loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from wepush.agent.engine import (
+    ExecutionClock,
+    ExecutionEngine,
+    SystemClock,
+    format_instant,
+)
+from wepush.agent.providers.catalog import ProviderCatalog
+from wepush.server.application.execution import (
+    EXECUTING_STATES,
+    ArtifactRetention,
+    ArtifactStore,
+    ExecutionContext,
+    HintListener,
+    RunAvailabilityNotifier,
+    RunExecution,
+    RunRecovery,
+    pending_commands,
+)
+from wepush.server.domain import (
+    Agent,
+    AgentStatus,
+    Keyset,
+    PageRequest,
+    RunEventDraft,
+    RunState,
+    UnitOfWorkFactory,
+    utc_now,
+)
+from wepush.server.domain.secrets import SecretStore
+
+from ._registration import register_agent
+from ._settings import EXPIRED_CAUSE, RESTART_CAUSE, EmbeddedAgentSettings
+
+__all__ = ["EmbeddedAgent"]
+
+_log = logging.getLogger("wepush.server.execution")
+
+
+class EmbeddedAgent:
+    """Owned by the composition root: ``await agent.start()`` once, ``await agent.shutdown()`` on exit."""
+
+    def __init__(
+        self,
+        *,
+        uow: UnitOfWorkFactory,
+        providers: ProviderCatalog,
+        artifact_store: ArtifactStore,
+        secret_store: SecretStore,
+        notifier: RunAvailabilityNotifier,
+        workspace_id: str,
+        settings: EmbeddedAgentSettings | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        engine_clock: ExecutionClock | None = None,
+        agent_version: str = "0.0.0",
+    ) -> None:
+        self._settings = settings or EmbeddedAgentSettings()
+        s = self._settings
+        self._uow = uow
+        self._catalog = providers
+        self._notifier = notifier
+        self._workspace_id = workspace_id
+        self._clock = clock
+        self._version = agent_version
+        engine = ExecutionEngine(providers.get, replace(s.engine_options, capacity=s.max_concurrency))
+        self._context = ExecutionContext(
+            uow=uow,
+            engine=engine,
+            artifact_store=artifact_store,
+            secret_store=secret_store,
+            clock=clock,
+            lease_ttl=s.lease_ttl,
+            retention=s.retention,
+            engine_clock=engine_clock or SystemClock(),
+            settle_batch_size=s.settle_batch_size,
+        )
+        self._recovery = RunRecovery(
+            uow=uow,
+            artifact_store=artifact_store,
+            clock=clock,
+            retention=s.retention,
+            notifier=notifier,
+            batch_size=s.settle_batch_size,
+        )
+        self._retention = ArtifactRetention(uow, artifact_store, clock)
+        self._agent: Agent | None = None
+        self._executions: dict[str, RunExecution] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._claimer: asyncio.Task[None] | None = None
+        self._loops: list[asyncio.Task[None]] = []
+        self._supervisor: asyncio.Task[None] | None = None
+        self._shutdown_task: asyncio.Task[None] | None = None
+        self._claim_hint: HintListener | None = None
+        self._command_hint: HintListener | None = None
+        self.failure: BaseException | None = None
+
+    # ------------------------------------------------------------------ observation
+
+    @property
+    def agent_id(self) -> str:
+        if self._agent is None:
+            raise RuntimeError("the embedded agent has not started")
+        return self._agent.id
+
+    @property
+    def active_runs(self) -> tuple[str, ...]:
+        return tuple(self._executions)
+
+    @property
+    def stopped(self) -> bool:
+        return self._shutdown_task is not None and self._shutdown_task.done()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Register the agent, recover what a previous process left behind, then start the loops."""
+        if self._agent is not None:
+            raise RuntimeError("the embedded agent was already started")
+        self._agent = await self._register()
+        await self._recover_at_start()
+        self._claim_hint = self._notifier.listen()
+        self._command_hint = self._notifier.listen()
+        self._claimer = asyncio.create_task(self._claim_loop(), name="embedded-agent:claimer")
+        self._loops = [
+            self._claimer,
+            asyncio.create_task(self._command_loop(), name="embedded-agent:command-poller"),
+            asyncio.create_task(self._renew_loop(), name="embedded-agent:lease-renewer"),
+            asyncio.create_task(self._reaper_loop(), name="embedded-agent:lease-reaper"),
+            asyncio.create_task(self._retention_loop(), name="embedded-agent:retention"),
+        ]
+        self._supervisor = asyncio.create_task(self._supervise(), name="embedded-agent:supervisor")
+
+    async def _supervise(self) -> None:
+        done, _ = await asyncio.wait(self._loops, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                self.failure = task.exception()
+                _log.error(
+                    "embedded agent loop %s failed; shutting down", task.get_name(), exc_info=self.failure
+                )
+                self._begin_shutdown(None)
+                return
+
+    def _begin_shutdown(self, grace: timedelta | None) -> asyncio.Task[None]:
+        if self._shutdown_task is None:
+            self._shutdown_task = asyncio.create_task(self._shutdown(grace), name="embedded-agent:shutdown")
+        return self._shutdown_task
+
+    async def shutdown(self, grace: timedelta | None = None) -> None:
+        """Idempotent: stop claiming, settle the runs (cancel them after ``grace``), stop every loop."""
+        if self._agent is None:
+            return
+        await asyncio.shield(self._begin_shutdown(grace))
+
+    async def _shutdown(self, grace: timedelta | None) -> None:
+        seconds = (grace or self._settings.shutdown_grace).total_seconds()
+        await _cancel(self._claimer)
+        await self._heartbeat(AgentStatus.DRAINING)
+        if self._tasks and not await self._wait_runs(seconds):
+            for execution in tuple(self._executions.values()):
+                execution.stop("the Service is shutting down")
+            if not await self._wait_runs(self._settings.cancel_settle_timeout.total_seconds()):
+                # Their leases stay ACTIVE under this agent's name: the next start recovers these runs.
+                for task in tuple(self._tasks.values()):
+                    task.cancel()
+                await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        for task in self._loops:
+            await _cancel(task)
+        if self._supervisor is not None and self._supervisor is not asyncio.current_task():
+            await _cancel(self._supervisor)
+        for hint in (self._claim_hint, self._command_hint):
+            if hint is not None:
+                hint.close()
+        await self._heartbeat(AgentStatus.STOPPED)
+
+    async def _wait_runs(self, seconds: float) -> bool:
+        if not self._tasks:
+            return True
+        _, pending = await asyncio.wait(tuple(self._tasks.values()), timeout=seconds)
+        return not pending
+
+    # ------------------------------------------------------------------ registration and heartbeat
+
+    async def _register(self) -> Agent:
+        async with self._uow() as uow:
+            return await register_agent(
+                uow,
+                workspace_id=self._workspace_id,
+                name=self._settings.agent_name,
+                version=self._version,
+                catalog=self._catalog,
+                capacity=self._capacity(),
+                now=self._clock(),
+            )
+
+    def _capacity(self) -> dict[str, int]:
+        return {
+            "maxRuns": self._settings.max_runs,
+            "maxConcurrency": self._settings.max_concurrency,
+            "activeRuns": len(self._executions),
+        }
+
+    async def _heartbeat(self, status: AgentStatus) -> None:
+        if self._agent is None:
+            return
+        try:
+            async with self._uow() as uow:
+                await uow.agents.record_heartbeat(
+                    self._agent.id, status=status, seen_at=self._clock(), capacity=self._capacity()
+                )
+        except Exception:
+            _log.exception("embedded agent heartbeat failed")
+
+    # ------------------------------------------------------------------ recovery
+
+    async def _recover_at_start(self) -> None:
+        """Leases still ACTIVE under this agent belong to a process that died: revoke them and recover."""
+        async with self._uow(read_only=True) as uow:
+            mine = await uow.leases.list_for_agent(self.agent_id, active_only=True)
+        for lease in mine:
+            await self._recovery.recover_lease(lease, RESTART_CAUSE)
+        # A recovery interrupted by the restart, or a lease that expired while nobody watched.
+        await self._recover_orphans((*EXECUTING_STATES, RunState.LOST, RunState.RECOVERING), RESTART_CAUSE)
+
+    async def _recover_orphans(self, states: tuple[RunState, ...], cause: str) -> None:
+        after: Keyset | None = None
+        while True:
+            async with self._uow(read_only=True) as uow:
+                page = await uow.runs.scan(states, PageRequest(limit=100, after=after))
+            for run in page.items:
+                if run.id in self._executions:
+                    continue
+                if run.state is RunState.RECOVERING:
+                    await self._recovery.recover_run(run, cause)
+                else:
+                    await self._recovery.recover_orphan(run.workspace_id, run.id, cause)
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    # ------------------------------------------------------------------ loops
+
+    async def _claim_loop(self) -> None:
+        """Transient failures are retried on the next scan; a claimer that keeps failing ends the loop, and
+        with it the agent (see ``failure``), instead of spinning silently."""
+        assert self._claim_hint is not None
+        failures = 0
+        while True:
+            try:
+                while len(self._tasks) < self._settings.max_runs:
+                    execution = await self._claim_one()
+                    if execution is None:
+                        break
+                    self._launch(execution)
+                failures = 0
+            except Exception:
+                failures += 1
+                if failures >= self._settings.claim_failure_limit:
+                    raise
+                _log.exception("claiming runs failed (%d in a row); retrying", failures)
+            await self._claim_hint.wait(self._settings.scan_interval.total_seconds())
+
+    async def _claim_one(self) -> RunExecution | None:
+        """Claim the oldest PENDING run whose provider this agent has, in one short transaction that also
+        records RUN_LEASED."""
+        after: Keyset | None = None
+        async with self._uow() as uow:
+            while True:
+                page = await uow.runs.scan([RunState.PENDING], PageRequest(limit=50, after=after))
+                for run in page.items:
+                    if run.provider_id not in self._catalog:
+                        continue
+                    now = self._clock()
+                    expires = now + self._settings.lease_ttl
+                    claimed = await uow.leases.claim(
+                        run.workspace_id, run.id, self.agent_id, expires_at=expires, ack_deadline=expires
+                    )
+                    if claimed is None:
+                        continue
+                    await uow.run_events.append(
+                        run.workspace_id,
+                        run.id,
+                        [
+                            RunEventDraft(
+                                type="RUN_LEASED",
+                                occurred_at=now,
+                                data={
+                                    "leaseId": claimed.lease.id,
+                                    "agentId": self.agent_id,
+                                    "epoch": claimed.lease.epoch,
+                                    "expiresAt": format_instant(expires),
+                                },
+                            )
+                        ],
+                    )
+                    leased = await uow.runs.get(run.workspace_id, run.id)
+                    return RunExecution(self._context, claimed, leased)
+                if page.next_after is None:
+                    return None
+                after = page.next_after
+
+    def _launch(self, execution: RunExecution) -> None:
+        run_id = execution.run_id
+        task = asyncio.create_task(execution.execute(), name=f"run:{run_id}")
+        self._executions[run_id] = execution
+        self._tasks[run_id] = task
+
+        def finished(done: asyncio.Task[None]) -> None:
+            self._executions.pop(run_id, None)
+            self._tasks.pop(run_id, None)
+            if not done.cancelled() and done.exception() is not None:
+                # The lease is no longer renewed; the reaper recovers the run once it expires.
+                _log.error("run %s: execution failed", run_id, exc_info=done.exception())
+            if self._claim_hint is not None:
+                self._claim_hint.wake()
+
+        task.add_done_callback(finished)
+
+    async def _command_loop(self) -> None:
+        assert self._command_hint is not None
+        while True:
+            for run_id, execution in tuple(self._executions.items()):
+                try:
+                    async with self._uow(read_only=True) as uow:
+                        commands = await pending_commands(uow, run_id)
+                    for command in commands:
+                        if not await execution.deliver(command):
+                            break
+                except Exception:
+                    _log.exception("run %s: delivering commands failed; retrying on the next poll", run_id)
+            await self._command_hint.wait(self._settings.command_poll_interval.total_seconds())
+
+    async def _renew_loop(self) -> None:
+        interval = self._settings.lease_ttl.total_seconds() / 3
+        while True:
+            for execution in tuple(self._executions.values()):
+                await execution.renew()
+            await self._heartbeat(AgentStatus.ONLINE)
+            await asyncio.sleep(interval)
+
+    async def _reaper_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._settings.scan_interval.total_seconds())
+            try:
+                async with self._uow() as uow:
+                    expired = await uow.leases.expire_overdue(self._clock(), 100)
+                for lease in expired:
+                    mine = self._executions.get(lease.run_id)
+                    if mine is not None and mine.lease.id == lease.id:
+                        await mine.renew()  # fails: the execution learns its lease is gone and stops
+                    await self._recovery.recover_lease(lease, EXPIRED_CAUSE)
+                await self._recover_orphans(tuple(EXECUTING_STATES), EXPIRED_CAUSE)
+            except Exception:
+                _log.exception("lease reaper pass failed; retrying on the next interval")
+
+    async def _retention_loop(self) -> None:
+        while True:
+            try:
+                report = await self._retention.sweep()
+                if report.deleted or report.missing or report.failed:
+                    _log.info("artifact retention: %s", report)
+            except Exception:
+                _log.exception("artifact retention pass failed; retrying on the next interval")
+            await asyncio.sleep(self._settings.retention_interval.total_seconds())
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is None or task.done():
+        return
+    task.cancel()
+    # wait() never raises the task's own CancelledError, yet still lets a cancellation of the caller through.
+    await asyncio.wait([task])

@@ -1,0 +1,138 @@
+"""Run artifacts: listing, whole and ranged downloads, readiness, ownership, audit, no storage paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.integration.api._support import issue_token
+from tests.integration.api._support_runs import add_artifact, seed_world, service, start_confirmed
+
+CONTENT = b"".join(f'{{"itemId":"1380000000{i}","state":"FAILED"}}\n'.encode() for i in range(1, 5))
+
+
+async def test_artifacts_are_listed_without_their_storage_location(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        failed = await add_artifact(app, world, run_id, CONTENT)
+        log = await add_artifact(app, world, run_id, b"{}\n", artifact_type="RUN_LOG", file_name="logs.jsonl")
+        listing = await app.client.get(world.runs_url(run_id, "artifacts"), headers=app.admin())
+        detail = (await app.client.get(world.runs_url(run_id), headers=app.admin())).json()
+
+    assert listing.status_code == 200
+    items = listing.json()["items"]
+    assert [(a["id"], a["type"], a["state"]) for a in items] == [
+        (failed.id, "FAILED_ITEMS", "READY"),
+        (log.id, "RUN_LOG", "READY"),
+    ]
+    assert items[0]["fileName"] == "failed.jsonl"
+    assert items[0]["sizeBytes"] == len(CONTENT)
+    assert items[0]["sha256"] == failed.sha256
+    assert items[0]["contentHref"].endswith(f"/runs/{run_id}/artifacts/{failed.id}/content")
+    assert failed.storage_key not in listing.text
+    assert [link["id"] for link in detail["artifacts"]] == [failed.id, log.id]
+
+
+async def test_a_whole_download_names_the_file_and_offers_ranges(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        artifact = await add_artifact(app, world, run_id, CONTENT)
+        response = await app.client.get(
+            world.runs_url(run_id, "artifacts", artifact.id, "content"), headers=app.admin()
+        )
+        audit = (
+            await app.client.get(
+                f"/api/v1/workspaces/{world.workspace_id}/audit-events",
+                headers=app.admin(),
+                params={"action": "artifact.download"},
+            )
+        ).json()
+
+    assert response.status_code == 200
+    assert response.content == CONTENT
+    assert response.headers["content-disposition"].startswith('attachment; filename="failed.jsonl"')
+    assert response.headers["accept-ranges"] == "bytes"
+    assert response.headers["content-length"] == str(len(CONTENT))
+    assert artifact.storage_key not in str(response.headers)
+    assert [e["resourceId"] for e in audit["items"]] == [artifact.id]
+
+
+async def test_ranged_downloads_return_exactly_the_requested_bytes(tmp_path: Path) -> None:
+    size = len(CONTENT)
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        artifact = await add_artifact(app, world, run_id, CONTENT)
+        url = world.runs_url(run_id, "artifacts", artifact.id, "content")
+
+        async def fetch(spec: str) -> tuple[int, bytes, str | None]:
+            response = await app.client.get(url, headers={**app.admin(), "Range": spec})
+            return response.status_code, response.content, response.headers.get("content-range")
+
+        middle = await fetch("bytes=2-9")
+        tail = await fetch("bytes=-5")
+        open_ended = await fetch(f"bytes={size - 3}-")
+        clipped = await fetch(f"bytes=0-{size * 2}")
+        ignored = await fetch("items=0-1")
+
+    assert middle == (206, CONTENT[2:10], f"bytes 2-9/{size}")
+    assert tail == (206, CONTENT[-5:], f"bytes {size - 5}-{size - 1}/{size}")
+    assert open_ended == (206, CONTENT[-3:], f"bytes {size - 3}-{size - 1}/{size}")
+    assert clipped == (206, CONTENT, f"bytes 0-{size - 1}/{size}")
+    assert ignored == (200, CONTENT, None)
+
+
+async def test_an_unsatisfiable_range_is_416_with_the_full_size(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        artifact = await add_artifact(app, world, run_id, CONTENT)
+        response = await app.client.get(
+            world.runs_url(run_id, "artifacts", artifact.id, "content"),
+            headers={**app.admin(), "Range": f"bytes={len(CONTENT)}-"},
+        )
+    assert response.status_code == 416
+    assert response.headers["content-range"] == f"bytes */{len(CONTENT)}"
+    assert response.headers["content-type"].startswith("application/problem+json")
+
+
+async def test_an_artifact_still_uploading_is_not_ready(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        artifact = await add_artifact(app, world, run_id, b"", ready=False)
+        response = await app.client.get(
+            world.runs_url(run_id, "artifacts", artifact.id, "content"), headers=app.admin()
+        )
+    assert response.status_code == 409
+    assert response.json()["code"] == "ARTIFACT_NOT_READY"
+
+
+async def test_an_artifact_is_only_downloadable_through_its_own_run(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        owner = await start_confirmed(app, world, key="a")
+        other = await start_confirmed(app, world, key="b")
+        artifact = await add_artifact(app, world, owner, CONTENT)
+        response = await app.client.get(
+            world.runs_url(other, "artifacts", artifact.id, "content"), headers=app.admin()
+        )
+    assert response.status_code == 404
+
+
+async def test_a_viewer_may_download_and_an_outsider_may_not(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        artifact = await add_artifact(app, world, run_id, CONTENT)
+        _, viewer = await issue_token(app, world.workspace_id, "VIEWER")
+        other = await app.client.post("/api/v1/workspaces", headers=app.admin(), json={"name": "elsewhere"})
+        _, outsider = await issue_token(app, other.json()["id"], "ADMIN")
+        url = world.runs_url(run_id, "artifacts", artifact.id, "content")
+        allowed = await app.client.get(url, headers=viewer)
+        refused = await app.client.get(url, headers=outsider)
+
+    assert allowed.status_code == 200
+    assert allowed.content == CONTENT
+    assert refused.status_code == 404

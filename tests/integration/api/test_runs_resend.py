@@ -1,0 +1,187 @@
+"""Resend: confirmation with the matching count, a new run limited to exactly those items, copying the
+source run's snapshot rather than the current resources."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from tests.helpers_app import RunningApp
+from tests.integration.api._support_runs import (
+    World,
+    finish_with_outcomes,
+    item_of,
+    load_run,
+    move_run,
+    seed_world,
+    service,
+    start_confirmed,
+    uow,
+)
+from wepush.server.application.execution import item_id_for
+from wepush.server.domain import ItemState, PageRequest, RunState
+
+OUTCOMES = {
+    "13800000001": ItemState.SUCCEEDED,
+    "13800000002": ItemState.FAILED,
+    "13800000003": ItemState.UNKNOWN,
+    "13800000004": ItemState.UNSENT,
+}
+
+
+async def _finished_run(app: RunningApp, world: World) -> str:
+    run_id = await start_confirmed(app, world, key="source")
+    await finish_with_outcomes(app, world, run_id, OUTCOMES)
+    return run_id
+
+
+async def test_resend_confirmation_counts_the_matching_items(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await _finished_run(app, world)
+        response = await app.client.post(
+            world.runs_url(run_id, "resend-confirmation"),
+            headers=app.admin(),
+            json={"outcomes": ["FAILED", "UNKNOWN"]},
+        )
+        everything = await app.client.post(
+            world.runs_url(run_id, "resend-confirmation"),
+            headers=app.admin(),
+            json={"outcomes": ["UNSENT", "FAILED", "UNKNOWN"]},
+        )
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["sourceRunId"], body["outcomes"], body["matchingItems"]) == (
+        run_id,
+        ["FAILED", "UNKNOWN"],
+        2,
+    )
+    assert body["confirmationToken"]
+    assert body["expiresAt"]
+    assert everything.json()["matchingItems"] == 3
+
+
+async def test_a_resend_run_is_limited_to_exactly_the_matching_items_and_copies_the_snapshot(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await _finished_run(app, world)
+        source = await load_run(app, world, run_id)
+        # The account changes after the source run: the resend must still use what the source froze.
+        async with uow(app)() as unit:
+            account = await unit.accounts.get(world.workspace_id, world.account.id)
+            await unit.accounts.update(replace(account, config={"name": "changed later"}))
+        outcomes = ["FAILED", "UNKNOWN", "UNSENT"]
+        token = (
+            await app.client.post(
+                world.runs_url(run_id, "resend-confirmation"),
+                headers=app.admin(),
+                json={"outcomes": outcomes},
+            )
+        ).json()["confirmationToken"]
+        response = await app.client.post(
+            world.runs_url(run_id, "resend"),
+            headers={**app.admin(), "Idempotency-Key": "resend-1"},
+            json={"outcomes": outcomes, "confirmationToken": token, "reason": "second try"},
+        )
+        new_id = response.json()["id"]
+        detail = (await app.client.get(world.runs_url(new_id), headers=app.admin())).json()
+        resend = await load_run(app, world, new_id)
+        async with uow(app)(read_only=True) as unit:
+            retry = await unit.run_items.list_retry_items(new_id, PageRequest(limit=10))
+
+    assert response.status_code == 202
+    assert response.headers["location"].endswith(f"/runs/{new_id}")
+    assert (detail["trigger"], detail["sourceRunId"], detail["state"]) == ("RESEND", run_id, "PENDING")
+    assert detail["counts"]["total"] == 3
+    assert [(i.source_item_id, i.sequence) for i in retry.items] == [
+        (item_of(world, run_id, "13800000002"), 2),
+        (item_of(world, run_id, "13800000003"), 3),
+        (item_of(world, run_id, "13800000004"), 4),
+    ]
+    assert resend.snapshot["account"] == source.snapshot["account"]
+    assert resend.snapshot["account"]["config"] == {"name": "fake"}
+    assert resend.snapshot["resendOf"] == {"runId": run_id, "outcomes": ["FAILED", "UNKNOWN", "UNSENT"]}
+
+
+async def test_a_resend_token_for_other_outcomes_is_refused(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await _finished_run(app, world)
+        token = (
+            await app.client.post(
+                world.runs_url(run_id, "resend-confirmation"),
+                headers=app.admin(),
+                json={"outcomes": ["FAILED"]},
+            )
+        ).json()["confirmationToken"]
+        response = await app.client.post(
+            world.runs_url(run_id, "resend"),
+            headers={**app.admin(), "Idempotency-Key": "resend-1"},
+            json={"outcomes": ["FAILED", "UNKNOWN"], "confirmationToken": token},
+        )
+    assert response.status_code == 409
+    assert response.json()["code"] == "CONFIRMATION_INVALID"
+
+
+async def test_an_unfinished_run_cannot_be_resent(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        await move_run(app, world, run_id, RunState.LEASED, RunState.RUNNING)
+        response = await app.client.post(
+            world.runs_url(run_id, "resend-confirmation"), headers=app.admin(), json={"outcomes": ["FAILED"]}
+        )
+    assert response.status_code == 409
+    assert response.json()["code"] == "RUN_STATE_CONFLICT"
+    assert response.json()["currentState"] == "RUNNING"
+
+
+async def test_nothing_to_resend_is_a_validation_failure(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        await finish_with_outcomes(app, world, run_id, {key: ItemState.SUCCEEDED for key in OUTCOMES})
+        confirmation = (
+            await app.client.post(
+                world.runs_url(run_id, "resend-confirmation"),
+                headers=app.admin(),
+                json={"outcomes": ["FAILED"]},
+            )
+        ).json()
+        response = await app.client.post(
+            world.runs_url(run_id, "resend"),
+            headers={**app.admin(), "Idempotency-Key": "resend-1"},
+            json={"outcomes": ["FAILED"], "confirmationToken": confirmation["confirmationToken"]},
+        )
+    assert confirmation["matchingItems"] == 0
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["code"] == "NO_MATCHING_ITEMS"
+
+
+async def test_cancelling_a_pending_resend_marks_only_its_items_unsent(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await _finished_run(app, world)
+        token = (
+            await app.client.post(
+                world.runs_url(run_id, "resend-confirmation"),
+                headers=app.admin(),
+                json={"outcomes": ["FAILED"]},
+            )
+        ).json()["confirmationToken"]
+        new_id = (
+            await app.client.post(
+                world.runs_url(run_id, "resend"),
+                headers={**app.admin(), "Idempotency-Key": "resend-1"},
+                json={"outcomes": ["FAILED"], "confirmationToken": token},
+            )
+        ).json()["id"]
+        cancel = await app.client.post(world.runs_url(new_id, "commands", "cancel"), headers=app.admin())
+        items = (await app.client.get(world.runs_url(new_id, "items"), headers=app.admin())).json()
+
+    assert cancel.status_code == 202
+    assert [(i["itemId"], i["sequence"], i["state"]) for i in items["items"]] == [
+        (item_id_for(new_id, world.snapshot.id, 2), 2, "UNSENT")
+    ]

@@ -1,0 +1,38 @@
+"""The victim of the crash-recovery test: an embedded agent in its own process, executing until it is
+killed with SIGKILL (no shutdown, no flush, no lease release: a power cut)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from tests.integration.execution._world import make_agent
+from wepush.agent.providers.catalog import ProviderCatalog
+from wepush.agent.providers.http import HttpProviderFactory
+from wepush.server.application.execution import RunAvailabilityNotifier
+from wepush.server.infra.artifacts import LocalArtifactStore
+from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
+from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
+
+
+async def main(config: dict[str, Any]) -> None:
+    engine = create_database(config["database"])
+    agent = make_agent(
+        SqlUnitOfWorkFactory(engine),
+        ProviderCatalog.from_factories([HttpProviderFactory(allow_loopback_for_tests=True)]),
+        LocalArtifactStore(config["artifacts"]),
+        LocalEnvelopeSecretStore(MasterKeyRing.create_standalone(config["masterKey"])),
+        RunAvailabilityNotifier(),
+        config["workspace"],
+        agent_name=config["agentName"],
+        max_runs=1,
+    )
+    await agent.start()
+    print("agent started", flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(json.loads(sys.argv[1])))
