@@ -10,7 +10,7 @@ _LOOPBACK_ACCOUNT = {"baseUrl": "http://127.0.0.1:9", "auth": {"type": "NONE"}}
 
 
 def _loopback_accepted(tmp_path: Path, **env: str) -> bool:
-    catalog = build_catalog(standalone_config(tmp_path, **env))
+    catalog, _plugins = build_catalog(standalone_config(tmp_path, **env))
     factory = catalog.get("wepush.http")
     assert factory is not None
     document = ConfigDocument.from_json("wepush.http/account", "1", _LOOPBACK_ACCOUNT)
