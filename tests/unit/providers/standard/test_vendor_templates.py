@@ -13,7 +13,7 @@ from wepush.agent.providers.standard._vendor import (
     RenderProblem,
     Template,
     TemplateSyntaxError,
-    UnknownFieldError,
+    UnknownVariableError,
     html_escape,
     recipient_fields,
 )
@@ -35,7 +35,7 @@ def test_expressions_and_malformed_placeholders_are_syntax_errors(source: str) -
 
 
 def test_a_missing_field_names_the_field() -> None:
-    with pytest.raises(UnknownFieldError) as raised:
+    with pytest.raises(UnknownVariableError) as raised:
         Template.parse("{{email}}").render({"name": "x"})
 
     assert str(raised.value) == "recipient has no field 'email'"

@@ -8,13 +8,15 @@ unique-local, multicast and cloud metadata destinations (see
 
 from __future__ import annotations
 
+from wepush.agent.providers.common import Template, TemplateSyntaxError, UnknownVariableError
+
 from ._address_policy import AddressPolicy, AddressRefusedError
 from ._errors import HTTP_ERROR_TABLE, STATUS_TABLE, ErrorMapping, map_status, parse_retry_after
+from ._escaping import Escaping
 from ._factory import HttpProviderFactory
 from ._json_path import JsonPath, JsonPathSyntaxError
 from ._resolver import VettingResolver
 from ._session import HttpProviderSession
-from ._template import Escaping, Template, TemplateSyntaxError, UnknownVariableError
 
 __all__ = [
     "HTTP_ERROR_TABLE",

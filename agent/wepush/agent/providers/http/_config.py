@@ -21,12 +21,17 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from yarl import URL
 
-from wepush.agent.engine import parse_duration
+from wepush.agent.providers.common import (
+    DEFAULT_SECRET_NAMESPACE,
+    ConfigError,
+    Template,
+    duration_field,
+    secret_ref,
+)
 from wepush.agent.providers.spi import ConfigDocument, SecretRef, ValidationIssue
 
 from ._address_policy import AddressPolicy, IPNetwork, legacy_numeric_host
 from ._json_path import JsonPath, JsonPathSyntaxError
-from ._template import Template, TemplateSyntaxError
 
 __all__ = [
     "DEFAULT_SECRET_NAMESPACE",
@@ -40,9 +45,6 @@ __all__ = [
     "parse_message",
 ]
 
-#: Namespace used when a ``{"$secret": ...}`` reference does not name one.
-DEFAULT_SECRET_NAMESPACE = "default"  # noqa: S105 - a namespace name, not a credential
-
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}")
 # A request's framing and target are the client's business; letting configuration
 # set them would allow request smuggling or a second Host.
@@ -54,14 +56,6 @@ class AuthType(enum.StrEnum):
     BEARER = "BEARER"
     BASIC = "BASIC"
     HEADER = "HEADER"
-
-
-class ConfigError(ValueError):
-    """A configuration failed validation; ``issues`` name every problem."""
-
-    def __init__(self, issues: list[ValidationIssue]) -> None:
-        super().__init__("; ".join(f"{i.path or '/'}: {i.message}" for i in issues))
-        self.issues = tuple(issues)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,27 +144,6 @@ def _load(document: ConfigDocument, schema: Mapping[str, Any]) -> tuple[Any, lis
     return raw, issues
 
 
-def _secret_ref(node: Any) -> SecretRef | None:
-    if not isinstance(node, dict) or not isinstance(node.get("$secret"), str):
-        return None
-    return SecretRef(
-        namespace=str(node.get("namespace", DEFAULT_SECRET_NAMESPACE)),
-        name=node["$secret"],
-        version=None if node.get("version") is None else str(node["version"]),
-    )
-
-
-def _duration(raw: Mapping[str, Any], key: str, default: str, issues: list[ValidationIssue]) -> timedelta:
-    try:
-        value = parse_duration(str(raw.get(key, default)))
-    except ValueError:
-        issues.append(_issue(f"/{key}", "INVALID_DURATION", "must be an ISO-8601 duration such as PT5S"))
-        return parse_duration(default)
-    if value <= timedelta(0):
-        issues.append(_issue(f"/{key}", "NOT_POSITIVE", "must be longer than zero"))
-    return value
-
-
 def _base_url(text: str, policy: AddressPolicy, issues: list[ValidationIssue]) -> URL:
     try:
         url = URL(text)
@@ -223,11 +196,11 @@ def parse_account(
     auth_raw = raw.get("auth", {"type": "NONE"})
     auth = AuthConfig(
         type=AuthType(auth_raw["type"]),
-        token=_secret_ref(auth_raw.get("token")),
+        token=secret_ref(auth_raw.get("token")),
         username=auth_raw.get("username"),
-        password=_secret_ref(auth_raw.get("password")),
+        password=secret_ref(auth_raw.get("password")),
         header_name=auth_raw.get("headerName"),
-        value=_secret_ref(auth_raw.get("value")),
+        value=secret_ref(auth_raw.get("value")),
     )
     if auth.type is AuthType.BASIC and auth.username is not None and ":" in auth.username:
         issues.append(_issue("/auth/username", "INVALID_USERNAME", "must not contain ':'"))
@@ -239,8 +212,8 @@ def parse_account(
         base_url=base_url,
         default_headers=headers,
         auth=auth,
-        connect_timeout=_duration(raw, "connectTimeout", "PT5S", issues),
-        request_timeout=_duration(raw, "requestTimeout", "PT30S", issues),
+        connect_timeout=duration_field(raw, "connectTimeout", "PT5S", issues),
+        request_timeout=duration_field(raw, "requestTimeout", "PT30S", issues),
         allow_redirects=bool(raw.get("allowRedirects", False)),
         max_redirects=int(raw.get("maxRedirects", 3)),
         allowed_networks=tuple(networks),
@@ -260,14 +233,6 @@ def _check_headers(headers: tuple[tuple[str, str], ...], where: str, issues: lis
             issues.append(_issue(path, "HEADER_FORBIDDEN", "is set by the client and cannot be configured"))
         if any(ch in value for ch in "\r\n\x00"):
             issues.append(_issue(path, "INVALID_HEADER_VALUE", "must not contain line breaks"))
-
-
-def _template(source: str, path: str, issues: list[ValidationIssue]) -> Template:
-    try:
-        return Template.parse(source)
-    except TemplateSyntaxError as exc:
-        issues.append(_issue(path, "TEMPLATE_INVALID", str(exc)))
-        return Template.parse("")
 
 
 def _success(raw: Mapping[str, Any], issues: list[ValidationIssue]) -> SuccessCondition:
@@ -293,16 +258,20 @@ def parse_message(document: ConfigDocument, schema: Mapping[str, Any]) -> Messag
         raise ConfigError(issues or [_issue("", "NOT_OBJECT", "must be a JSON object")])
     header_pairs = tuple((str(k), str(v)) for k, v in raw.get("headers", {}).items())
     _check_headers(header_pairs, "/headers", issues)
-    headers = tuple((name, _template(value, f"/headers/{name}", issues)) for name, value in header_pairs)
-    query = tuple((str(k), _template(str(v), f"/query/{k}", issues)) for k, v in raw.get("query", {}).items())
-    path = _template(raw.get("path", ""), "/path", issues)
+    headers = tuple(
+        (name, Template.checked(value, f"/headers/{name}", issues)) for name, value in header_pairs
+    )
+    query = tuple(
+        (str(k), Template.checked(str(v), f"/query/{k}", issues)) for k, v in raw.get("query", {}).items()
+    )
+    path = Template.checked(raw.get("path", ""), "/path", issues)
     if any(segment in {".", ".."} for segment in "".join(path.literals).split("/")):
         issues.append(_issue("/path", "DOT_SEGMENT", "must not contain '.' or '..' segments"))
     content_type = next((v for k, v in header_pairs if k.lower() == "content-type"), None)
     if content_type is not None and "{{" in content_type:
         issues.append(_issue("/headers/Content-Type", "TEMPLATE_NOT_ALLOWED", "must be a fixed value"))
     body_source = raw.get("bodyTemplate")
-    body = None if body_source is None else _template(body_source, "/bodyTemplate", issues)
+    body = None if body_source is None else Template.checked(body_source, "/bodyTemplate", issues)
     method = str(raw.get("method", "POST"))
     if body is not None and method == "GET":
         issues.append(_issue("/bodyTemplate", "BODY_NOT_ALLOWED", "a GET request carries no body"))

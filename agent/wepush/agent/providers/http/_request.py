@@ -15,9 +15,10 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from wepush.agent.engine import BinaryRefValue, RecipientValue
+from wepush.agent.providers.common import Template
 
 from ._config import AccountConfig, MessageConfig
-from ._template import Escaping, Template, escaping_for_content_type
+from ._escaping import Escaping, escaping_for_content_type
 
 __all__ = ["RecipientFields", "RecipientValueError", "RenderedRequest", "RequestRenderer"]
 

@@ -18,6 +18,13 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from wepush.agent.engine import ExecutionClock
+from wepush.agent.providers.common import (
+    RequestTimeouts,
+    UnknownVariableError,
+    await_cancellable,
+    failed_preview,
+    read_capped,
+)
 from wepush.agent.providers.spi import (
     CancellationToken,
     PreviewResult,
@@ -34,8 +41,7 @@ from ._config import AccountConfig, MessageConfig
 from ._errors import HTTP_ERROR_TABLE, map_status, parse_retry_after
 from ._json_path import json_values_equal
 from ._request import RecipientFields, RenderedRequest, RequestRenderer
-from ._template import UnknownVariableError
-from ._transport import TransportFailure, classify_exception, read_capped, vet_url
+from ._transport import TransportFailure, classify_exception, vet_url
 
 __all__ = ["HttpProviderSession"]
 
@@ -113,11 +119,7 @@ class HttpProviderSession(ProviderSession):
         self._clock = clock
         self._renderer = RequestRenderer(account, message, auth.headers)
         self._closed = False
-        # Passed on every request: aiohttp reads ``timeout=None`` as "no timeout at all".
-        self._default_timeout = aiohttp.ClientTimeout(
-            total=account.request_timeout.total_seconds(),
-            sock_connect=account.connect_timeout.total_seconds(),
-        )
+        self._timeouts = RequestTimeouts(account.connect_timeout, account.request_timeout)
 
     def __repr__(self) -> str:
         return f"HttpProviderSession(origin={self._renderer.origin!r}, dry_run={self._http is None})"
@@ -132,39 +134,21 @@ class HttpProviderSession(ProviderSession):
         rendered = self._render(request.recipient)
         if isinstance(rendered, ProviderResult):
             return rendered
-        if self._http is None:
+        http = self._http
+        if http is None:
             return ProviderResult.ok("DRY_RUN", diagnostic=f"{rendered.method} rendered, not sent (dry run)")
-        task = asyncio.current_task()
-        cancelled_by_token = False
-
-        def on_cancel() -> None:
-            nonlocal cancelled_by_token
-            cancelled_by_token = True
-            if task is not None:
-                task.cancel()
-
-        token.add_callback(on_cancel)
-        try:
-            return await self._exchange(self._http, rendered, request.deadline)
-        except asyncio.CancelledError:
-            # Only a cancellation this token caused becomes a result; the engine's own
-            # task cancellation must keep propagating.
-            if cancelled_by_token and task is not None and task.uncancel() == 0:
-                return _fail("HTTP_CANCELLED", "cancelled while the request was in flight")
-            raise
-        finally:
-            token.remove_callback(on_cancel)
+        return await await_cancellable(
+            token,
+            lambda: self._exchange(http, rendered, request.deadline),
+            lambda: _fail("HTTP_CANCELLED", "cancelled while the request was in flight"),
+        )
 
     async def preview(self, request: ProviderPreviewRequest) -> PreviewResult:
         """Exactly what would be sent for ``request.recipient``, with secrets masked."""
         recipient = request.recipient if request.recipient is not None else RecipientRecord("preview", 0)
         rendered = self._render(recipient, credentials=False)
         if isinstance(rendered, ProviderResult):
-            return PreviewResult(
-                content_type="text/plain",
-                rendered="",
-                details={"error": {"code": rendered.provider_code, "message": rendered.diagnostic}},
-            )
+            return failed_preview(rendered.provider_code, rendered.diagnostic)
         headers = {**dict(rendered.headers.items()), **self._auth.masked()}
         body = "" if rendered.body is None else rendered.body.decode("utf-8", errors="replace")
         return PreviewResult(
@@ -193,17 +177,6 @@ class HttpProviderSession(ProviderSession):
         except (ValueError, TypeError) as exc:
             return _fail("HTTP_RECIPIENT_VALUE_INVALID", str(exc)[:200])
 
-    def _timeout(self, deadline: datetime | None) -> aiohttp.ClientTimeout:
-        if deadline is None:
-            return self._default_timeout
-        remaining = deadline - self._clock.now()
-        if remaining >= self._account.request_timeout:
-            return self._default_timeout
-        return aiohttp.ClientTimeout(
-            total=max(remaining, timedelta(milliseconds=1)).total_seconds(),
-            sock_connect=self._account.connect_timeout.total_seconds(),
-        )
-
     async def _exchange(
         self, http: aiohttp.ClientSession, rendered: RenderedRequest, deadline: datetime | None
     ) -> ProviderResult:
@@ -213,7 +186,7 @@ class HttpProviderSession(ProviderSession):
         hops = 0
         try:
             while True:
-                timeout = self._timeout(deadline)
+                timeout = self._timeouts.until(deadline, self._clock)
                 async with http.request(
                     method, url, headers=headers, data=body, allow_redirects=False, timeout=timeout
                 ) as response:

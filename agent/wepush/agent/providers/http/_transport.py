@@ -18,6 +18,8 @@ import aiohttp
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
+from wepush.agent.providers.common import RequestTimeouts
+
 from ._address_policy import AddressPolicy, AddressRefusedError, legacy_numeric_host
 from ._errors import HTTP_ERROR_TABLE, IDEMPOTENT_METHODS, ErrorMapping
 from ._resolver import VettingResolver
@@ -27,7 +29,6 @@ __all__ = [
     "TransportSettings",
     "classify_exception",
     "open_client_session",
-    "read_capped",
     "vet_url",
 ]
 
@@ -61,13 +62,9 @@ def open_client_session(settings: TransportSettings) -> aiohttp.ClientSession:
         resolver=VettingResolver(settings.policy, inner),
         ssl=ssl_option,
     )
-    timeout = aiohttp.ClientTimeout(
-        total=settings.request_timeout.total_seconds(),
-        sock_connect=settings.connect_timeout.total_seconds(),
-    )
     return aiohttp.ClientSession(
         connector=connector,
-        timeout=timeout,
+        timeout=RequestTimeouts(settings.connect_timeout, settings.request_timeout).default,
         trust_env=False,
         auto_decompress=True,
         raise_for_status=False,
@@ -93,29 +90,6 @@ def vet_url(url: URL, policy: AddressPolicy) -> None:
     except ValueError:
         return
     policy.check(literal)
-
-
-async def read_capped(response: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
-    """At most ``cap`` bytes of the body and whether more was there.
-
-    A small body with a known length is read in one call; otherwise the stream
-    is read until one byte past the cap, so an endless body never fills memory.
-    """
-    length = response.content_length
-    if length is not None and length <= cap:
-        return await response.read(), False
-    chunks: list[bytes] = []
-    size = 0
-    while size <= cap:
-        chunk = await response.content.read(cap + 1 - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    data = b"".join(chunks)
-    if size > cap:
-        return data[:cap], True
-    return data, False
 
 
 @dataclass(frozen=True, slots=True)

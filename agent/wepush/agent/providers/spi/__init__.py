@@ -1,8 +1,9 @@
 """The Provider SPI (major version ``SPI_VERSION``).
 
 A provider implements ``ProviderFactory`` and ``ProviderSession`` and ships its descriptor and JSON Schemas
-as package data (see ``load_descriptor_from_package``). Providers import only this package and the engine's
-core types, never the engine internals, the agent runtime or the server.
+as package data (see ``load_descriptor_from_package``). Providers import only this package, the engine's
+core types and the building blocks channel families share (``wepush.agent.providers.common``), never the
+engine internals, the agent runtime or the server.
 """
 
 from __future__ import annotations

@@ -1,51 +1,45 @@
 """The helper layer every standard channel provider builds on.
 
 Configuration parsing, resolved credentials, pinned vendor endpoints, error
-tables, ``{{field}}`` templates, the aiohttp transport, vendor reply
+tables, ``{{field}}`` JSON templates, the aiohttp transport, vendor reply
 classification, session-scoped access tokens and the session/factory shapes.
 It depends only on the Provider SPI and the engine's core types.
 """
 
 from __future__ import annotations
 
-from ._config import (
-    DEFAULT_SECRET_NAMESPACE,
+from wepush.agent.providers.common import (
     ConfigError,
-    duration_field,
-    http_timeouts,
-    issue,
-    load_object,
+    RenderProblem,
+    Template,
+    TemplateSyntaxError,
+    UnknownVariableError,
     secret_ref,
 )
+
+from ._config import http_timeouts, issue, load_object, required_secret
 from ._credentials import MASK, Credentials
 from ._endpoint import host_header, loopback_override, vendor_base
 from ._errors import ErrorRow, ErrorTable, row, transport_rows
 from ._factory import HttpVendorFactory, StandardFactory, VendorAccount
 from ._http import MAX_RESPONSE_BYTES, HttpSettings, OutboundRequest, VendorHttp, VendorResponse, origin_of
 from ._replies import VendorReply, errcode_reply, judge, snippet, status_row
-from ._session import Rendered, TokenVendorSession, VendorSession
-from ._template import (
-    JsonTemplate,
-    RenderProblem,
-    Template,
-    TemplateSyntaxError,
-    UnknownFieldError,
-    html_escape,
-    recipient_fields,
-)
-from ._token import AccessTokenCache, TokenGrant, fetch_errcode_token
+from ._session import Rendered, TokenVendorSession, VendorSession, preview_send_request
+from ._template import JsonTemplate, html_escape, recipient_fields, render_list, template_list
+from ._token import AccessTokenCache, TokenGrant, TokenVendorFactory, fetch_errcode_token
+from ._webhook import WebhookSecret
 from ._wechat import (
     WECHAT_HOST,
     WECHAT_TOKEN_CODES,
     TemplateData,
     WechatAccount,
     WechatFactory,
+    WechatSession,
     openid_of,
     wechat_rows,
 )
 
 __all__ = [
-    "DEFAULT_SECRET_NAMESPACE",
     "MASK",
     "MAX_RESPONSE_BYTES",
     "WECHAT_HOST",
@@ -66,16 +60,18 @@ __all__ = [
     "TemplateData",
     "TemplateSyntaxError",
     "TokenGrant",
+    "TokenVendorFactory",
     "TokenVendorSession",
-    "UnknownFieldError",
+    "UnknownVariableError",
     "VendorAccount",
     "VendorHttp",
     "VendorReply",
     "VendorResponse",
     "VendorSession",
+    "WebhookSecret",
     "WechatAccount",
     "WechatFactory",
-    "duration_field",
+    "WechatSession",
     "errcode_reply",
     "fetch_errcode_token",
     "host_header",
@@ -87,11 +83,15 @@ __all__ = [
     "loopback_override",
     "openid_of",
     "origin_of",
+    "preview_send_request",
     "recipient_fields",
+    "render_list",
+    "required_secret",
     "row",
     "secret_ref",
     "snippet",
     "status_row",
+    "template_list",
     "transport_rows",
     "vendor_base",
     "wechat_rows",

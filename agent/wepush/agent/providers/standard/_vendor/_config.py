@@ -16,30 +16,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from wepush.agent.engine import parse_duration
+from wepush.agent.providers.common import ConfigError, duration_field, secret_ref
 from wepush.agent.providers.spi import ConfigDocument, SecretRef, ValidationIssue
 
-__all__ = [
-    "DEFAULT_SECRET_NAMESPACE",
-    "ConfigError",
-    "duration_field",
-    "http_timeouts",
-    "issue",
-    "load_object",
-    "secret_ref",
-]
+__all__ = ["http_timeouts", "issue", "load_object", "required_secret"]
 
-#: Namespace used when a ``{"$secret": ...}`` reference does not name one.
-DEFAULT_SECRET_NAMESPACE = "default"  # noqa: S105 - a namespace name, not a credential
 _REQUIRED = re.compile(r"^'([^']+)' is a required property$")
-
-
-class ConfigError(ValueError):
-    """A configuration failed validation; ``issues`` name every problem (never a secret value)."""
-
-    def __init__(self, issues: list[ValidationIssue] | tuple[ValidationIssue, ...]) -> None:
-        super().__init__("; ".join(f"{i.path or '/'}: {i.message}" for i in issues))
-        self.issues = tuple(issues)
 
 
 def issue(path: str, code: str, message: str) -> ValidationIssue:
@@ -82,35 +64,17 @@ def load_object(document: ConfigDocument, schema: Mapping[str, Any]) -> dict[str
     return raw
 
 
-def secret_ref(node: Any) -> SecretRef | None:
-    """The reference in a ``{"$secret": ...}`` node, or ``None`` when the node is absent."""
-    if not isinstance(node, Mapping) or not isinstance(node.get("$secret"), str):
-        return None
-    version = node.get("version")
-    return SecretRef(
-        namespace=str(node.get("namespace", DEFAULT_SECRET_NAMESPACE)),
-        name=str(node["$secret"]),
-        version=None if version is None else str(version),
-    )
-
-
-def duration_field(
-    raw: Mapping[str, Any], key: str, default: str, issues: list[ValidationIssue]
-) -> timedelta:
-    try:
-        value = parse_duration(str(raw.get(key, default)))
-    except ValueError:
-        issues.append(issue(f"/{key}", "INVALID_DURATION", "must be an ISO-8601 duration such as PT5S"))
-        return parse_duration(default)
-    if value <= timedelta(0):
-        issues.append(issue(f"/{key}", "NOT_POSITIVE", "must be longer than zero"))
-        return parse_duration(default)
-    return value
-
-
 def http_timeouts(raw: Mapping[str, Any], issues: list[ValidationIssue]) -> tuple[timedelta, timedelta]:
     """``connectTimeout`` (default 5 s) and ``requestTimeout`` (default 15 s) of a vendor account."""
     return (
         duration_field(raw, "connectTimeout", "PT5S", issues),
         duration_field(raw, "requestTimeout", "PT15S", issues),
     )
+
+
+def required_secret(raw: Mapping[str, Any], key: str, issues: list[ValidationIssue]) -> SecretRef | None:
+    """The secret reference at ``key``; a missing one is a ``REQUIRED`` issue at ``/key``."""
+    ref = secret_ref(raw.get(key))
+    if ref is None:
+        issues.append(issue(f"/{key}", "REQUIRED", "a secret reference is required"))
+    return ref

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import MappingProxyType
 
+from wepush.agent.providers.common import RenderProblem, UnknownVariableError
 from wepush.agent.providers.spi import ErrorCategory, ProviderResult
 
 __all__ = ["ErrorRow", "ErrorTable", "row", "transport_rows"]
@@ -126,6 +127,10 @@ class ErrorTable:
     def local(self, suffix: str) -> ErrorRow:
         """The shared row ``<prefix>_<suffix>`` (e.g. ``local("TIMEOUT")``)."""
         return self._by_code[f"{self.prefix}_{suffix}"]
+
+    def recipient_row(self, exc: UnknownVariableError | RenderProblem) -> ErrorRow:
+        """The row for a Recipient that cannot be rendered: a missing field, or what the problem names."""
+        return self.local(exc.suffix if isinstance(exc, RenderProblem) else "RECIPIENT_FIELD_MISSING")
 
     def for_vendor(self, vendor_code: str) -> ErrorRow | None:
         return self._by_vendor.get(vendor_code)

@@ -12,6 +12,7 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 from yarl import URL
 
 from wepush.agent.engine import ExecutionClock, SystemClock
+from wepush.agent.providers.common import ConfigError
 from wepush.agent.providers.spi import (
     ConfigDocument,
     ConnectionTestResult,
@@ -26,7 +27,6 @@ from wepush.agent.providers.spi import (
     load_descriptor_from_package,
 )
 
-from ._config import ConfigError
 from ._credentials import Credentials
 from ._endpoint import loopback_override, vendor_base
 from ._errors import ErrorTable

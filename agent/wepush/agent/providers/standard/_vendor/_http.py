@@ -20,6 +20,7 @@ import aiohttp
 from yarl import URL
 
 from wepush.agent.engine import ExecutionClock
+from wepush.agent.providers.common import RequestTimeouts, await_cancellable, read_capped
 from wepush.agent.providers.spi import CancellationToken, ProviderResult
 
 from ._errors import ErrorTable
@@ -55,6 +56,16 @@ class OutboundRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes | None = None
 
+    @classmethod
+    def post_json(cls, url: URL, payload: Any) -> OutboundRequest:
+        """A POST of ``payload`` as JSON; non-ASCII text goes out as UTF-8 (the declared charset)."""
+        return cls(
+            "POST",
+            url,
+            {"Content-Type": "application/json; charset=utf-8"},
+            json.dumps(payload, ensure_ascii=False).encode("utf-8"),
+        )
+
     def __repr__(self) -> str:
         # The URL may hold a webhook key or access token and the headers a signature.
         return f"OutboundRequest({self.method} {origin_of(self.url)}, body={len(self.body or b'')} bytes)"
@@ -88,19 +99,6 @@ def origin_of(url: URL) -> str:
     return str(url.origin())
 
 
-async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
-    while size <= cap:
-        chunk = await response.content.read(cap + 1 - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    data = b"".join(chunks)
-    return (data[:cap], True) if size > cap else (data, False)
-
-
 class VendorHttp:
     """Sends :class:`OutboundRequest` objects and classifies every transport failure."""
 
@@ -109,15 +107,12 @@ class VendorHttp:
         self._table = table
         self._clock = clock
         limit = max(1, settings.connection_limit)
-        self._default_timeout = aiohttp.ClientTimeout(
-            total=settings.request_timeout.total_seconds(),
-            sock_connect=settings.connect_timeout.total_seconds(),
-        )
+        self._timeouts = RequestTimeouts(settings.connect_timeout, settings.request_timeout)
         self._http = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(
                 limit=limit, limit_per_host=limit, keepalive_timeout=_KEEPALIVE_SECONDS
             ),
-            timeout=self._default_timeout,
+            timeout=self._timeouts.default,
             trust_env=False,
             raise_for_status=False,
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -131,17 +126,6 @@ class VendorHttp:
         if not self._http.closed:
             await self._http.close()
 
-    def _timeout(self, deadline: datetime | None) -> aiohttp.ClientTimeout:
-        if deadline is None:
-            return self._default_timeout
-        remaining = deadline - self._clock.now()
-        if remaining >= self._settings.request_timeout:
-            return self._default_timeout
-        return aiohttp.ClientTimeout(
-            total=max(remaining, timedelta(milliseconds=1)).total_seconds(),
-            sock_connect=self._settings.connect_timeout.total_seconds(),
-        )
-
     async def exchange(
         self,
         request: OutboundRequest,
@@ -150,32 +134,14 @@ class VendorHttp:
         token: CancellationToken | None = None,
     ) -> VendorResponse | ProviderResult:
         """The vendor's answer, or a classified failure result. Never raises for transport errors."""
+        table = self._table
         if token is not None and token.cancelled:
-            return self._table.fail(self._table.local("CANCELLED"), "cancelled before the call")
-        task = asyncio.current_task()
-        cancelled_by_token = False
-
-        def on_cancel() -> None:
-            nonlocal cancelled_by_token
-            cancelled_by_token = True
-            if task is not None:
-                task.cancel()
-
-        if token is not None:
-            token.add_callback(on_cancel)
-        try:
-            return await self._call(request, deadline)
-        except asyncio.CancelledError:
-            # Only a cancellation this token caused becomes a result; the engine's own
-            # task cancellation keeps propagating.
-            if cancelled_by_token and task is not None and task.uncancel() == 0:
-                return self._table.fail(
-                    self._table.local("CANCELLED"), "cancelled while the call was in flight"
-                )
-            raise
-        finally:
-            if token is not None:
-                token.remove_callback(on_cancel)
+            return table.fail(table.local("CANCELLED"), "cancelled before the call")
+        return await await_cancellable(
+            token,
+            lambda: self._call(request, deadline),
+            lambda: table.fail(table.local("CANCELLED"), "cancelled while the call was in flight"),
+        )
 
     async def _call(
         self, request: OutboundRequest, deadline: datetime | None
@@ -188,9 +154,9 @@ class VendorHttp:
                 headers=dict(request.headers),
                 data=request.body,
                 allow_redirects=False,
-                timeout=self._timeout(deadline),
+                timeout=self._timeouts.until(deadline, self._clock),
             ) as response:
-                body, truncated = await _read_capped(response, self._settings.max_response_bytes)
+                body, truncated = await read_capped(response, self._settings.max_response_bytes)
                 return VendorResponse(response.status, dict(response.headers), body, truncated)
         except asyncio.CancelledError:
             raise

@@ -15,7 +15,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from yarl import URL
+
 from wepush.agent.engine import ExecutionClock
+from wepush.agent.providers.common import RenderProblem, UnknownVariableError, failed_preview
 from wepush.agent.providers.spi import (
     CancellationToken,
     PreviewResult,
@@ -26,14 +29,13 @@ from wepush.agent.providers.spi import (
     RecipientRecord,
 )
 
-from ._credentials import Credentials
+from ._credentials import MASK, Credentials
 from ._errors import ErrorTable
 from ._http import OutboundRequest, VendorHttp, VendorResponse
-from ._replies import VendorReply, judge
-from ._template import RenderProblem, UnknownFieldError
+from ._replies import VendorReply, errcode_reply, judge
 from ._token import AccessTokenCache
 
-__all__ = ["Rendered", "TokenVendorSession", "VendorSession"]
+__all__ = ["Rendered", "TokenVendorSession", "VendorSession", "preview_send_request"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,21 @@ class Rendered:
     payload: Any
     label: str
     params: tuple[tuple[str, str], ...] = ()
+
+
+def preview_send_request(request: ProviderPreviewRequest) -> ProviderSendRequest:
+    """The first attempt of a send for the previewed Recipient (an empty one when none is given)."""
+    recipient = request.recipient if request.recipient is not None else RecipientRecord("preview", 0)
+    run_id = request.run_id or "preview"
+    return ProviderSendRequest(
+        run_id=run_id,
+        item_id=recipient.item_id,
+        attempt=1,
+        recipient=recipient,
+        message_config=request.message_config,
+        idempotency_key=f"{run_id}:{recipient.item_id}",
+        deadline=None,
+    )
 
 
 class VendorSession(ProviderSession):
@@ -73,7 +90,7 @@ class VendorSession(ProviderSession):
 
     @abstractmethod
     def render(self, request: ProviderSendRequest) -> Rendered:
-        """The payload for ``request.recipient``; raises UnknownFieldError or RenderProblem."""
+        """The payload for ``request.recipient``; raises UnknownVariableError or RenderProblem."""
 
     @abstractmethod
     def outbound(
@@ -96,10 +113,8 @@ class VendorSession(ProviderSession):
             return table.fail(table.local("CANCELLED"), "cancelled before the call")
         try:
             rendered = self.render(request)
-        except UnknownFieldError as exc:
-            return table.fail(table.local("RECIPIENT_FIELD_MISSING"), str(exc))
-        except RenderProblem as exc:
-            return table.fail(table.local(exc.suffix), str(exc))
+        except (UnknownVariableError, RenderProblem) as exc:
+            return table.fail(table.recipient_row(exc), str(exc))
         if self._http is None:
             return ProviderResult.ok("DRY_RUN", diagnostic=f"{rendered.label} rendered, not sent (dry run)")
         try:
@@ -132,22 +147,11 @@ class VendorSession(ProviderSession):
 
     async def preview(self, request: ProviderPreviewRequest) -> PreviewResult:
         """Exactly the request a send would make for ``request.recipient``, credentials masked."""
-        recipient = request.recipient if request.recipient is not None else RecipientRecord("preview", 0)
-        send_request = ProviderSendRequest(
-            run_id=request.run_id or "preview",
-            item_id=recipient.item_id,
-            attempt=1,
-            recipient=recipient,
-            message_config=request.message_config,
-            idempotency_key=f"{request.run_id or 'preview'}:{recipient.item_id}",
-            deadline=None,
-        )
+        send_request = preview_send_request(request)
         try:
             rendered = self.render(send_request)
-        except (UnknownFieldError, RenderProblem) as exc:
-            suffix = exc.suffix if isinstance(exc, RenderProblem) else "RECIPIENT_FIELD_MISSING"
-            code = self._table.local(suffix).code
-            return PreviewResult("text/plain", "", {"error": {"code": code, "message": str(exc)}})
+        except (UnknownVariableError, RenderProblem) as exc:
+            return failed_preview(self._table.recipient_row(exc).code, str(exc))
         outbound = self.outbound(rendered, send_request, reveal=False)
         body = "" if outbound.body is None else outbound.body.decode("utf-8", errors="replace")
         content_type = next((v for k, v in outbound.headers.items() if k.lower() == "content-type"), None)
@@ -176,6 +180,8 @@ class VendorSession(ProviderSession):
 class TokenVendorSession(VendorSession):
     """Vendors whose send URL carries an access token obtained with the app credentials.
 
+    The WeChat and WeCom application APIs: the payload is POSTed as JSON to
+    ``send_url?access_token=…`` and the answer is ``{"errcode", "errmsg"}``.
     When the vendor says the token is invalid or expired (``token_codes``), the
     token is refreshed once and the call repeated once; a second rejection is
     reported, never retried again, so a broken token cannot loop.
@@ -184,6 +190,7 @@ class TokenVendorSession(VendorSession):
     def __init__(
         self,
         *,
+        send_url: URL,
         tokens: AccessTokenCache,
         token_codes: Collection[str],
         table: ErrorTable,
@@ -192,8 +199,23 @@ class TokenVendorSession(VendorSession):
         clock: ExecutionClock,
     ) -> None:
         super().__init__(table=table, http=http, credentials=credentials, clock=clock)
+        self._send_url = send_url
         self._tokens = tokens
         self._token_codes = frozenset(token_codes)
+
+    def outbound(
+        self,
+        rendered: Rendered,
+        request: ProviderSendRequest,
+        *,
+        reveal: bool,
+        access_token: str | None = None,
+    ) -> OutboundRequest:
+        token = access_token if reveal and access_token is not None else MASK
+        return OutboundRequest.post_json(self._send_url.with_query({"access_token": token}), rendered.payload)
+
+    def read_reply(self, document: dict[str, Any]) -> VendorReply | None:
+        return errcode_reply(document)
 
     async def deliver(
         self, http: VendorHttp, rendered: Rendered, request: ProviderSendRequest, token: CancellationToken

@@ -1,4 +1,4 @@
-"""Access tokens cached for one provider session (WeCom application, WeChat).
+"""Access tokens cached for one provider session (WeCom application, WeChat), and the factory side of it.
 
 A token is fetched on first use, renewed shortly before the vendor's stated
 expiry and refreshed on demand when the vendor rejects it. It never outlives the
@@ -8,18 +8,22 @@ session and is never written anywhere: it is masked in diagnostics like a secret
 from __future__ import annotations
 
 import asyncio
+from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import ClassVar, TypeVar
 
 from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.spi import ProviderResult
 
+from ._credentials import Credentials
 from ._errors import ErrorRow, ErrorTable
+from ._factory import HttpVendorFactory, VendorAccountT
 from ._http import OutboundRequest, VendorHttp
 from ._replies import errcode_reply, judge
 
-__all__ = ["AccessTokenCache", "TokenGrant", "fetch_errcode_token"]
+__all__ = ["AccessTokenCache", "TokenGrant", "TokenVendorFactory", "fetch_errcode_token"]
 
 #: Renew this long before the vendor's expiry, so a token never expires mid-request.
 _EARLY_RENEWAL = timedelta(minutes=5)
@@ -131,3 +135,55 @@ async def fetch_errcode_token(
         result.retry_after,
         result.retryable,
     )
+
+
+MessageT = TypeVar("MessageT")
+
+
+class TokenVendorFactory(HttpVendorFactory[VendorAccountT, MessageT]):
+    """Vendors whose sends carry an access token fetched with the app credentials.
+
+    ``test_connection`` fetches a token: it proves the credentials work without sending a message.
+    """
+
+    vendor: ClassVar[str]
+    #: "This access token is invalid or expired"; at the token endpoint these codes blame the app secret.
+    token_codes: ClassVar[tuple[str, ...]]
+
+    @abstractmethod
+    def token_request(self, account: VendorAccountT, credentials: Credentials) -> OutboundRequest:
+        """The call that fetches a token (its URL holds the app secret)."""
+
+    async def fetch_token(
+        self, account: VendorAccountT, credentials: Credentials, http: VendorHttp | None
+    ) -> TokenGrant | ProviderResult:
+        table = self.table
+        if http is None:
+            return table.fail(table.local("INTERNAL_ERROR"), "no transport for the access token request")
+        return await fetch_errcode_token(
+            http,
+            self.token_request(account, credentials),
+            table,
+            vendor=self.vendor,
+            mask=credentials.mask,
+            credentials_row=table.local("CREDENTIALS_REJECTED"),
+            token_codes=self.token_codes,
+        )
+
+    def token_cache(
+        self,
+        account: VendorAccountT,
+        credentials: Credentials,
+        http: VendorHttp | None,
+        clock: ExecutionClock,
+    ) -> AccessTokenCache:
+        async def fetch() -> TokenGrant | ProviderResult:
+            return await self.fetch_token(account, credentials, http)
+
+        return AccessTokenCache(fetch, clock, credentials.remember)
+
+    async def probe(
+        self, account: VendorAccountT, credentials: Credentials, http: VendorHttp
+    ) -> ProviderResult:
+        grant = await self.fetch_token(account, credentials, http)
+        return grant if isinstance(grant, ProviderResult) else ProviderResult.ok("OK")

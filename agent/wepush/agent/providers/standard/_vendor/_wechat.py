@@ -12,26 +12,25 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from yarl import URL
 
 from wepush.agent.engine import ExecutionClock
+from wepush.agent.providers.common import ConfigError, RenderProblem, Template
 from wepush.agent.providers.spi import (
     ConfigDocument,
     ErrorCategory,
-    ProviderResult,
     SecretRef,
     ValidationIssue,
 )
 
-from ._config import ConfigError, http_timeouts, issue, load_object, secret_ref
+from ._config import http_timeouts, load_object, required_secret
 from ._credentials import Credentials
 from ._errors import ErrorRow, ErrorTable, row
-from ._factory import HttpVendorFactory
 from ._http import OutboundRequest, VendorHttp
-from ._template import RenderProblem, Template
-from ._token import AccessTokenCache, TokenGrant, fetch_errcode_token
+from ._session import TokenVendorSession
+from ._token import AccessTokenCache, TokenVendorFactory
 
 __all__ = [
     "WECHAT_HOST",
@@ -39,6 +38,7 @@ __all__ = [
     "TemplateData",
     "WechatAccount",
     "WechatFactory",
+    "WechatSession",
     "openid_of",
     "wechat_rows",
 ]
@@ -128,9 +128,7 @@ def _parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> Wecha
     raw = load_object(document, schema)
     issues: list[ValidationIssue] = []
     connect, request = http_timeouts(raw, issues)
-    secret = secret_ref(raw.get("appSecret"))
-    if secret is None:
-        issues.append(issue("/appSecret", "REQUIRED", "a secret reference is required"))
+    secret = required_secret(raw, "appSecret", issues)
     if issues or secret is None:
         raise ConfigError(issues)
     return WechatAccount(str(raw["appId"]), secret, connect, request)
@@ -139,10 +137,42 @@ def _parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> Wecha
 MessageT = TypeVar("MessageT")
 
 
-class WechatFactory(HttpVendorFactory[WechatAccount, MessageT]):
-    """AppID/AppSecret accounts; ``test_connection`` fetches a token (no message is sent)."""
+class WechatSession(TokenVendorSession, Generic[MessageT]):
+    """A WeChat API session over one typed message; a provider adds only ``render``."""
 
-    prefix: ClassVar[str]
+    vendor: ClassVar[str] = "WeChat"
+
+    def __init__(
+        self,
+        *,
+        send_url: URL,
+        message: MessageT,
+        tokens: AccessTokenCache,
+        table: ErrorTable,
+        http: VendorHttp | None,
+        credentials: Credentials,
+        clock: ExecutionClock,
+    ) -> None:
+        super().__init__(
+            send_url=send_url,
+            tokens=tokens,
+            token_codes=WECHAT_TOKEN_CODES,
+            table=table,
+            http=http,
+            credentials=credentials,
+            clock=clock,
+        )
+        self._message = message
+
+
+class WechatFactory(TokenVendorFactory[WechatAccount, MessageT]):
+    """AppID/AppSecret accounts; a provider names its send path, session type and message parser."""
+
+    vendor: ClassVar[str] = "WeChat"
+    token_codes: ClassVar[tuple[str, ...]] = WECHAT_TOKEN_CODES
+    send_path: ClassVar[str]
+    # ``Any``: a ClassVar cannot name the factory's MessageT; ``create_session`` passes the matching message.
+    session_type: ClassVar[type[WechatSession[Any]]]
 
     def parse_account(self, document: ConfigDocument) -> WechatAccount:
         return _parse_account(document, self.descriptor().schemas.account)
@@ -156,38 +186,23 @@ class WechatFactory(HttpVendorFactory[WechatAccount, MessageT]):
         }
         return OutboundRequest("GET", url.with_query(query))
 
-    async def fetch_token(
-        self, account: WechatAccount, credentials: Credentials, http: VendorHttp | None
-    ) -> TokenGrant | ProviderResult:
-        table: ErrorTable = self.table
-        if http is None:
-            return table.fail(table.local("INTERNAL_ERROR"), "no transport for the access token request")
-        return await fetch_errcode_token(
-            http,
-            self.token_request(account, credentials),
-            table,
-            vendor="WeChat",
-            mask=credentials.mask,
-            credentials_row=table[f"{self.prefix}_CREDENTIALS_REJECTED"],
-            token_codes=WECHAT_TOKEN_CODES,
+    def create_session(
+        self,
+        account: WechatAccount,
+        message: MessageT,
+        credentials: Credentials,
+        http: VendorHttp | None,
+        clock: ExecutionClock,
+    ) -> WechatSession[Any]:
+        return self.session_type(
+            send_url=self.base_url(WECHAT_HOST).with_path(self.send_path),
+            message=message,
+            tokens=self.token_cache(account, credentials, http, clock),
+            table=self.table,
+            http=http,
+            credentials=credentials,
+            clock=clock,
         )
-
-    def token_cache(
-        self, account: WechatAccount, credentials: Credentials, http: VendorHttp | None, clock: ExecutionClock
-    ) -> AccessTokenCache:
-        async def fetch() -> TokenGrant | ProviderResult:
-            return await self.fetch_token(account, credentials, http)
-
-        return AccessTokenCache(fetch, clock, credentials.remember)
-
-    async def probe(
-        self, account: WechatAccount, credentials: Credentials, http: VendorHttp
-    ) -> ProviderResult:
-        grant = await self.fetch_token(account, credentials, http)
-        return grant if isinstance(grant, ProviderResult) else ProviderResult.ok("OK")
-
-    def send_url(self, path: str) -> URL:
-        return self.base_url(WECHAT_HOST).with_path(path)
 
     @abstractmethod
     def parse_message(self, document: ConfigDocument) -> MessageT:

@@ -14,9 +14,8 @@ from wepush.agent.providers.standard._vendor import (
     RenderProblem,
     Template,
     http_timeouts,
-    issue,
     load_object,
-    secret_ref,
+    required_secret,
 )
 
 __all__ = ["AliyunSmsAccount", "AliyunSmsMessage", "normalise_phone", "parse_account", "parse_message"]
@@ -49,10 +48,8 @@ def parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> Aliyun
     raw = load_object(document, schema)
     issues: list[ValidationIssue] = []
     connect, request = http_timeouts(raw, issues)
-    key_id, key_secret = secret_ref(raw.get("accessKeyId")), secret_ref(raw.get("accessKeySecret"))
-    for name, ref in (("accessKeyId", key_id), ("accessKeySecret", key_secret)):
-        if ref is None:
-            issues.append(issue(f"/{name}", "REQUIRED", "a secret reference is required"))
+    key_id = required_secret(raw, "accessKeyId", issues)
+    key_secret = required_secret(raw, "accessKeySecret", issues)
     if issues or key_id is None or key_secret is None:
         raise ConfigError(issues)
     return AliyunSmsAccount(key_id, key_secret, str(raw["signName"]), connect, request)

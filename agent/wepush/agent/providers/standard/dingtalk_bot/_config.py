@@ -14,7 +14,9 @@ from wepush.agent.providers.standard._vendor import (
     http_timeouts,
     issue,
     load_object,
+    required_secret,
     secret_ref,
+    template_list,
 )
 
 __all__ = ["DingTalkAccount", "DingTalkMessage", "parse_account", "parse_message"]
@@ -50,9 +52,7 @@ def parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> DingTa
     raw = load_object(document, schema)
     issues: list[ValidationIssue] = []
     connect, request = http_timeouts(raw, issues)
-    token = secret_ref(raw.get("accessToken"))
-    if token is None:
-        issues.append(issue("/accessToken", "REQUIRED", "a secret reference is required"))
+    token = required_secret(raw, "accessToken", issues)
     if issues or token is None:
         raise ConfigError(issues)
     return DingTalkAccount(token, secret_ref(raw.get("signingSecret")), connect, request)
@@ -92,12 +92,8 @@ def parse_message(document: ConfigDocument, schema: Mapping[str, Any]) -> DingTa
         single_url=_optional(raw, "singleUrl", issues),
         buttons=buttons,
         btn_orientation=str(raw.get("btnOrientation", "0")),
-        at_mobiles=tuple(
-            Template.checked(v, f"/atMobiles/{i}", issues) for i, v in enumerate(raw.get("atMobiles", []))
-        ),
-        at_user_ids=tuple(
-            Template.checked(v, f"/atUserIds/{i}", issues) for i, v in enumerate(raw.get("atUserIds", []))
-        ),
+        at_mobiles=template_list(raw, "atMobiles", issues),
+        at_user_ids=template_list(raw, "atUserIds", issues),
         at_all=bool(raw.get("atAll", False)),
     )
     if issues:

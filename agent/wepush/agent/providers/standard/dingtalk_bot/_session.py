@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import re
 from typing import Any, ClassVar
 from urllib.parse import quote, urlencode
@@ -21,7 +20,6 @@ from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.spi import ProviderSendRequest
 from wepush.agent.providers.standard._vendor import (
     MASK,
-    ConfigError,
     Credentials,
     OutboundRequest,
     Rendered,
@@ -30,9 +28,10 @@ from wepush.agent.providers.standard._vendor import (
     VendorHttp,
     VendorReply,
     VendorSession,
+    WebhookSecret,
     errcode_reply,
-    issue,
     recipient_fields,
+    render_list,
 )
 
 from ._config import DingTalkMessage
@@ -67,43 +66,27 @@ def security_cause(message: str) -> str | None:
     return None
 
 
+_WEBHOOK = WebhookSecret(
+    field="accessToken",
+    pattern=_TOKEN,
+    host=OFFICIAL_HOST,
+    path=SEND_PATH,
+    query="access_token",
+    invalid_code="TOKEN_INVALID",
+    noun="an access token",
+)
+
+
 def access_token_of(value: str) -> str:
     """The token from a bare token or a full webhook URL on the official host; never echoed."""
-    if "://" not in value:
-        if _TOKEN.fullmatch(value):
-            return value
-        raise ConfigError(
-            [issue("/accessToken", "TOKEN_INVALID", "is neither an access token nor a webhook URL")]
-        )
-    try:
-        url = URL(value)
-    except ValueError:
-        raise ConfigError([issue("/accessToken", "TOKEN_INVALID", "is not a valid URL")]) from None
-    if url.scheme != "https" or url.host != OFFICIAL_HOST or url.port != 443 or url.path != SEND_PATH:
-        raise ConfigError(
-            [
-                issue(
-                    "/accessToken",
-                    "WEBHOOK_HOST_NOT_OFFICIAL",
-                    f"must be https://{OFFICIAL_HOST}{SEND_PATH}?…",
-                )
-            ]
-        )
-    token = url.query.get("access_token", "")
-    if not _TOKEN.fullmatch(token):
-        raise ConfigError([issue("/accessToken", "TOKEN_INVALID", "the URL has no valid access_token")])
-    return token
+    return _WEBHOOK.of(value)
 
 
-def _list(templates: tuple[Template, ...], fields: dict[str, object], what: str) -> list[str]:
-    values = [t.render(fields).strip() for t in templates]
-    values = [v for v in values if v]
-    if what == "mobile":
-        bad = [v for v in values if not _MOBILE.fullmatch(v)]
-        if bad:
-            raise RenderProblem(
-                "RECIPIENT_VALUE_INVALID", f"{len(bad)} @mobile value(s) are not phone numbers"
-            )
+def _at_mobiles(templates: tuple[Template, ...], fields: dict[str, object]) -> list[str]:
+    values = render_list(templates, fields)
+    bad = [v for v in values if not _MOBILE.fullmatch(v)]
+    if bad:
+        raise RenderProblem("RECIPIENT_VALUE_INVALID", f"{len(bad)} @mobile value(s) are not phone numbers")
     return values
 
 
@@ -150,8 +133,8 @@ class DingTalkBotSession(VendorSession):
             payload["actionCard"] = card
         if m.msg_type != "actionCard":
             payload["at"] = {
-                "atMobiles": _list(m.at_mobiles, fields, "mobile"),
-                "atUserIds": _list(m.at_user_ids, fields, "user"),
+                "atMobiles": _at_mobiles(m.at_mobiles, fields),
+                "atUserIds": render_list(m.at_user_ids, fields),
                 "isAtAll": m.at_all,
             }
         return Rendered(payload, f"{m.msg_type} message")
@@ -175,12 +158,7 @@ class DingTalkBotSession(VendorSession):
         # Encoded once here, exactly as the vendor's rule says; yarl must not re-encode it.
         encoded = urlencode(query, quote_via=quote, safe="")
         url = URL(str(self._base.with_path(SEND_PATH)) + "?" + encoded, encoded=True)
-        return OutboundRequest(
-            "POST",
-            url,
-            {"Content-Type": "application/json; charset=utf-8"},
-            json.dumps(rendered.payload, ensure_ascii=False).encode("utf-8"),
-        )
+        return OutboundRequest.post_json(url, rendered.payload)
 
     def read_reply(self, document: dict[str, Any]) -> VendorReply | None:
         reply = errcode_reply(document)

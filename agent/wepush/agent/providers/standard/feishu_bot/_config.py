@@ -18,6 +18,7 @@ from wepush.agent.providers.standard._vendor import (
     http_timeouts,
     issue,
     load_object,
+    required_secret,
     secret_ref,
 )
 
@@ -56,9 +57,7 @@ def parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> Feishu
     raw = load_object(document, schema)
     issues: list[ValidationIssue] = []
     connect, request = http_timeouts(raw, issues)
-    webhook = secret_ref(raw.get("webhook"))
-    if webhook is None:
-        issues.append(issue("/webhook", "REQUIRED", "a secret reference is required"))
+    webhook = required_secret(raw, "webhook", issues)
     if issues or webhook is None:
         raise ConfigError(issues)
     return FeishuAccount(

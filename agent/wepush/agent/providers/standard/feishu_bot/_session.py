@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 from typing import Any, ClassVar
 
 from yarl import URL
@@ -88,12 +87,7 @@ class FeishuBotSession(VendorSession):
             body["sign"] = feishu_sign(timestamp, secret) if reveal else MASK
         body.update(rendered.payload)
         hook = self._hook_id if reveal else MASK
-        return OutboundRequest(
-            "POST",
-            self._base.with_path(HOOK_PATH + hook),
-            {"Content-Type": "application/json; charset=utf-8"},
-            json.dumps(body, ensure_ascii=False).encode("utf-8"),
-        )
+        return OutboundRequest.post_json(self._base.with_path(HOOK_PATH + hook), body)
 
     def read_reply(self, document: dict[str, Any]) -> VendorReply | None:
         code = document.get("code", document.get("StatusCode"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from wepush.agent.engine import ExecutionClock
+from wepush.agent.providers.common import failed_preview
 from wepush.agent.providers.spi import (
     CancellationToken,
     PreviewResult,
@@ -17,9 +18,13 @@ from wepush.agent.providers.spi import (
     ProviderResult,
     ProviderSendRequest,
     ProviderSession,
-    RecipientRecord,
 )
-from wepush.agent.providers.standard._vendor import Credentials, RenderProblem, UnknownFieldError
+from wepush.agent.providers.standard._vendor import (
+    Credentials,
+    RenderProblem,
+    UnknownVariableError,
+    preview_send_request,
+)
 
 from ._compose import Envelope, compose
 from ._config import SmtpAccount, SmtpMessage
@@ -59,10 +64,8 @@ class SmtpSession(ProviderSession):
     def _compose(self, request: ProviderSendRequest) -> Envelope | ProviderResult:
         try:
             return compose(self._account, self._message, request, self._clock.now())
-        except UnknownFieldError as exc:
-            return SMTP_TABLE.fail("SMTP_RECIPIENT_FIELD_MISSING", str(exc))
-        except RenderProblem as exc:
-            return SMTP_TABLE.fail(SMTP_TABLE.local(exc.suffix), str(exc))
+        except (UnknownVariableError, RenderProblem) as exc:
+            return SMTP_TABLE.fail(SMTP_TABLE.recipient_row(exc), str(exc))
 
     async def send(self, request: ProviderSendRequest, token: CancellationToken) -> ProviderResult:
         if token.cancelled:
@@ -85,21 +88,9 @@ class SmtpSession(ProviderSession):
 
     async def preview(self, request: ProviderPreviewRequest) -> PreviewResult:
         """The complete message a send would hand over; the password never appears in it."""
-        recipient = request.recipient if request.recipient is not None else RecipientRecord("preview", 0)
-        send_request = ProviderSendRequest(
-            run_id=request.run_id or "preview",
-            item_id=recipient.item_id,
-            attempt=1,
-            recipient=recipient,
-            message_config=request.message_config,
-            idempotency_key=f"{request.run_id or 'preview'}:{recipient.item_id}",
-            deadline=None,
-        )
-        envelope = self._compose(send_request)
+        envelope = self._compose(preview_send_request(request))
         if isinstance(envelope, ProviderResult):
-            return PreviewResult(
-                "text/plain", "", {"error": {"code": envelope.provider_code, "message": envelope.diagnostic}}
-            )
+            return failed_preview(envelope.provider_code, envelope.diagnostic)
         account = self._account
         return PreviewResult(
             content_type="message/rfc822",

@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from yarl import URL
-
-from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.spi import ConfigDocument, ProviderSendRequest, ValidationIssue
 from wepush.agent.providers.standard._vendor import (
-    MASK,
-    WECHAT_TOKEN_CODES,
-    AccessTokenCache,
     ConfigError,
-    Credentials,
     ErrorTable,
-    OutboundRequest,
     Rendered,
     Template,
     TemplateData,
-    TokenVendorSession,
-    VendorHttp,
-    VendorReply,
-    WechatAccount,
     WechatFactory,
-    errcode_reply,
+    WechatSession,
     load_object,
     openid_of,
     recipient_fields,
@@ -79,31 +66,7 @@ def issue_color() -> ValidationIssue:
     )
 
 
-class WechatMiniProgramSubscribeSession(TokenVendorSession):
-    vendor: ClassVar[str] = "WeChat"
-
-    def __init__(
-        self,
-        *,
-        send_url: URL,
-        message: WechatMiniProgramMessage,
-        tokens: AccessTokenCache,
-        table: ErrorTable,
-        http: VendorHttp | None,
-        credentials: Credentials,
-        clock: ExecutionClock,
-    ) -> None:
-        super().__init__(
-            tokens=tokens,
-            token_codes=WECHAT_TOKEN_CODES,
-            table=table,
-            http=http,
-            credentials=credentials,
-            clock=clock,
-        )
-        self._send_url = send_url
-        self._message = message
-
+class WechatMiniProgramSubscribeSession(WechatSession[WechatMiniProgramMessage]):
     def render(self, request: ProviderSendRequest) -> Rendered:
         fields = recipient_fields(request.recipient)
         m = self._message
@@ -115,50 +78,14 @@ class WechatMiniProgramSubscribeSession(TokenVendorSession):
         payload["data"] = m.data.render(fields)
         return Rendered(payload, "subscribe message")
 
-    def outbound(
-        self,
-        rendered: Rendered,
-        request: ProviderSendRequest,
-        *,
-        reveal: bool,
-        access_token: str | None = None,
-    ) -> OutboundRequest:
-        token = access_token if reveal and access_token is not None else MASK
-        return OutboundRequest(
-            "POST",
-            self._send_url.with_query({"access_token": token}),
-            {"Content-Type": "application/json; charset=utf-8"},
-            json.dumps(rendered.payload, ensure_ascii=False).encode("utf-8"),
-        )
-
-    def read_reply(self, document: dict[str, Any]) -> VendorReply | None:
-        return errcode_reply(document)
-
 
 class WechatMiniProgramSubscribeProviderFactory(WechatFactory[WechatMiniProgramMessage]):
     """WeChat Mini Program (小程序) subscribe messages on api.weixin.qq.com."""
 
     package: ClassVar[str] = __name__.rpartition(".")[0]
     table: ClassVar[ErrorTable] = WECHAT_MINIPROGRAM_TABLE
-    prefix: ClassVar[str] = "WECHAT_MINIPROGRAM"
+    send_path: ClassVar[str] = SEND_PATH
+    session_type: ClassVar[type[WechatSession[Any]]] = WechatMiniProgramSubscribeSession
 
     def parse_message(self, document: ConfigDocument) -> WechatMiniProgramMessage:
         return parse_message(document, self.descriptor().schemas.message)
-
-    def create_session(
-        self,
-        account: WechatAccount,
-        message: WechatMiniProgramMessage,
-        credentials: Credentials,
-        http: VendorHttp | None,
-        clock: ExecutionClock,
-    ) -> WechatMiniProgramSubscribeSession:
-        return WechatMiniProgramSubscribeSession(
-            send_url=self.send_url(SEND_PATH),
-            message=message,
-            tokens=self.token_cache(account, credentials, http, clock),
-            table=self.table,
-            http=http,
-            credentials=credentials,
-            clock=clock,
-        )

@@ -7,32 +7,19 @@ of one item carries the same id and the vendor delivers it at most once.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from yarl import URL
-
-from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.spi import ConfigDocument, ProviderSendRequest, ValidationIssue
 from wepush.agent.providers.standard._vendor import (
-    MASK,
-    WECHAT_TOKEN_CODES,
-    AccessTokenCache,
     ConfigError,
-    Credentials,
     ErrorTable,
-    OutboundRequest,
     Rendered,
     Template,
     TemplateData,
-    TokenVendorSession,
-    VendorHttp,
-    VendorReply,
-    WechatAccount,
     WechatFactory,
-    errcode_reply,
+    WechatSession,
     load_object,
     openid_of,
     recipient_fields,
@@ -78,31 +65,7 @@ def client_msg_id(idempotency_key: str) -> str:
     return hashlib.sha256(idempotency_key.encode("utf-8")).hexdigest()[:32]
 
 
-class WechatMpTemplateSession(TokenVendorSession):
-    vendor: ClassVar[str] = "WeChat"
-
-    def __init__(
-        self,
-        *,
-        send_url: URL,
-        message: WechatMpMessage,
-        tokens: AccessTokenCache,
-        table: ErrorTable,
-        http: VendorHttp | None,
-        credentials: Credentials,
-        clock: ExecutionClock,
-    ) -> None:
-        super().__init__(
-            tokens=tokens,
-            token_codes=WECHAT_TOKEN_CODES,
-            table=table,
-            http=http,
-            credentials=credentials,
-            clock=clock,
-        )
-        self._send_url = send_url
-        self._message = message
-
+class WechatMpTemplateSession(WechatSession[WechatMpMessage]):
     def render(self, request: ProviderSendRequest) -> Rendered:
         fields = recipient_fields(request.recipient)
         m = self._message
@@ -118,50 +81,14 @@ class WechatMpTemplateSession(TokenVendorSession):
         payload["client_msg_id"] = client_msg_id(request.idempotency_key)
         return Rendered(payload, "template message")
 
-    def outbound(
-        self,
-        rendered: Rendered,
-        request: ProviderSendRequest,
-        *,
-        reveal: bool,
-        access_token: str | None = None,
-    ) -> OutboundRequest:
-        token = access_token if reveal and access_token is not None else MASK
-        return OutboundRequest(
-            "POST",
-            self._send_url.with_query({"access_token": token}),
-            {"Content-Type": "application/json; charset=utf-8"},
-            json.dumps(rendered.payload, ensure_ascii=False).encode("utf-8"),
-        )
-
-    def read_reply(self, document: dict[str, Any]) -> VendorReply | None:
-        return errcode_reply(document)
-
 
 class WechatMpTemplateProviderFactory(WechatFactory[WechatMpMessage]):
     """WeChat Official Account (公众号) template messages on api.weixin.qq.com."""
 
     package: ClassVar[str] = __name__.rpartition(".")[0]
     table: ClassVar[ErrorTable] = WECHAT_MP_TABLE
-    prefix: ClassVar[str] = "WECHAT_MP"
+    send_path: ClassVar[str] = SEND_PATH
+    session_type: ClassVar[type[WechatSession[Any]]] = WechatMpTemplateSession
 
     def parse_message(self, document: ConfigDocument) -> WechatMpMessage:
         return parse_message(document, self.descriptor().schemas.message)
-
-    def create_session(
-        self,
-        account: WechatAccount,
-        message: WechatMpMessage,
-        credentials: Credentials,
-        http: VendorHttp | None,
-        clock: ExecutionClock,
-    ) -> WechatMpTemplateSession:
-        return WechatMpTemplateSession(
-            send_url=self.send_url(SEND_PATH),
-            message=message,
-            tokens=self.token_cache(account, credentials, http, clock),
-            table=self.table,
-            http=http,
-            credentials=credentials,
-            clock=clock,
-        )

@@ -13,9 +13,8 @@ from wepush.agent.providers.standard._vendor import (
     JsonTemplate,
     Template,
     http_timeouts,
-    issue,
     load_object,
-    secret_ref,
+    required_secret,
 )
 
 __all__ = ["WeComAppAccount", "WeComAppMessage", "parse_account", "parse_message"]
@@ -50,9 +49,7 @@ def parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> WeComA
     raw = load_object(document, schema)
     issues: list[ValidationIssue] = []
     connect, request = http_timeouts(raw, issues)
-    secret = secret_ref(raw.get("corpSecret"))
-    if secret is None:
-        issues.append(issue("/corpSecret", "REQUIRED", "a secret reference is required"))
+    secret = required_secret(raw, "corpSecret", issues)
     if issues or secret is None:
         raise ConfigError(issues)
     return WeComAppAccount(str(raw["corpId"]), secret, int(raw["agentId"]), connect, request)

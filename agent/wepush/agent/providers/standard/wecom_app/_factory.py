@@ -5,16 +5,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from wepush.agent.engine import ExecutionClock
-from wepush.agent.providers.spi import ConfigDocument, ProviderResult
+from wepush.agent.providers.spi import ConfigDocument
 from wepush.agent.providers.standard._vendor import (
-    AccessTokenCache,
     Credentials,
     ErrorTable,
-    HttpVendorFactory,
     OutboundRequest,
-    TokenGrant,
+    TokenVendorFactory,
     VendorHttp,
-    fetch_errcode_token,
 )
 
 from ._config import WeComAppAccount, WeComAppMessage, parse_account, parse_message
@@ -26,11 +23,13 @@ __all__ = ["OFFICIAL_HOST", "WeComAppProviderFactory"]
 OFFICIAL_HOST = "qyapi.weixin.qq.com"
 
 
-class WeComAppProviderFactory(HttpVendorFactory[WeComAppAccount, WeComAppMessage]):
+class WeComAppProviderFactory(TokenVendorFactory[WeComAppAccount, WeComAppMessage]):
     """WeCom (企业微信) application messages on qyapi.weixin.qq.com."""
 
     package: ClassVar[str] = __name__.rpartition(".")[0]
     table: ClassVar[ErrorTable] = WECOM_APP_TABLE
+    vendor: ClassVar[str] = "WeCom"
+    token_codes: ClassVar[tuple[str, ...]] = WECOM_TOKEN_CODES
 
     def parse_account(self, document: ConfigDocument) -> WeComAppAccount:
         return parse_account(document, self.descriptor().schemas.account)
@@ -44,28 +43,6 @@ class WeComAppProviderFactory(HttpVendorFactory[WeComAppAccount, WeComAppMessage
             "GET", url.with_query({"corpid": account.corp_id, "corpsecret": credentials.get("corpSecret")})
         )
 
-    async def fetch_token(
-        self, account: WeComAppAccount, credentials: Credentials, http: VendorHttp | None
-    ) -> TokenGrant | ProviderResult:
-        table = WECOM_APP_TABLE
-        if http is None:
-            return table.fail(table.local("INTERNAL_ERROR"), "no transport for the access token request")
-        return await fetch_errcode_token(
-            http,
-            self.token_request(account, credentials),
-            table,
-            vendor="WeCom",
-            mask=credentials.mask,
-            credentials_row=table["WECOM_APP_CREDENTIALS_REJECTED"],
-            token_codes=WECOM_TOKEN_CODES,
-        )
-
-    async def probe(
-        self, account: WeComAppAccount, credentials: Credentials, http: VendorHttp
-    ) -> ProviderResult:
-        grant = await self.fetch_token(account, credentials, http)
-        return grant if isinstance(grant, ProviderResult) else ProviderResult.ok("OK")
-
     def create_session(
         self,
         account: WeComAppAccount,
@@ -74,14 +51,11 @@ class WeComAppProviderFactory(HttpVendorFactory[WeComAppAccount, WeComAppMessage
         http: VendorHttp | None,
         clock: ExecutionClock,
     ) -> WeComAppSession:
-        async def fetch() -> TokenGrant | ProviderResult:
-            return await self.fetch_token(account, credentials, http)
-
         return WeComAppSession(
             send_url=self.base_url(OFFICIAL_HOST).with_path(SEND_PATH),
             agent_id=account.agent_id,
             message=message,
-            tokens=AccessTokenCache(fetch, clock, credentials.remember),
+            tokens=self.token_cache(account, credentials, http, clock),
             http=http,
             credentials=credentials,
             clock=clock,

@@ -6,7 +6,6 @@ secret, is cached for the session and refreshed once on 40014 / 42001 / 41001.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -16,17 +15,13 @@ from yarl import URL
 from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.spi import ProviderResult, ProviderSendRequest
 from wepush.agent.providers.standard._vendor import (
-    MASK,
     AccessTokenCache,
     Credentials,
-    OutboundRequest,
     Rendered,
     RenderProblem,
     TokenVendorSession,
     VendorHttp,
-    VendorReply,
     VendorResponse,
-    errcode_reply,
     recipient_fields,
 )
 
@@ -86,6 +81,7 @@ class WeComAppSession(TokenVendorSession):
         clock: ExecutionClock,
     ) -> None:
         super().__init__(
+            send_url=send_url,
             tokens=tokens,
             token_codes=WECOM_TOKEN_CODES,
             table=WECOM_APP_TABLE,
@@ -93,7 +89,6 @@ class WeComAppSession(TokenVendorSession):
             credentials=credentials,
             clock=clock,
         )
-        self._send_url = send_url
         self._agent_id = agent_id
         self._message = message
 
@@ -109,25 +104,6 @@ class WeComAppSession(TokenVendorSession):
         payload["enable_duplicate_check"] = 1 if m.duplicate_check else 0
         payload["duplicate_check_interval"] = m.duplicate_check_interval
         return Rendered(payload, f"{m.msg_type} message")
-
-    def outbound(
-        self,
-        rendered: Rendered,
-        request: ProviderSendRequest,
-        *,
-        reveal: bool,
-        access_token: str | None = None,
-    ) -> OutboundRequest:
-        token = access_token if reveal and access_token is not None else MASK
-        return OutboundRequest(
-            "POST",
-            self._send_url.with_query({"access_token": token}),
-            {"Content-Type": "application/json; charset=utf-8"},
-            json.dumps(rendered.payload, ensure_ascii=False).encode("utf-8"),
-        )
-
-    def read_reply(self, document: dict[str, Any]) -> VendorReply | None:
-        return errcode_reply(document)
 
     def judge(self, response: VendorResponse) -> ProviderResult:
         result = super().judge(response)

@@ -15,7 +15,8 @@ from wepush.agent.providers.standard._vendor import (
     http_timeouts,
     issue,
     load_object,
-    secret_ref,
+    required_secret,
+    template_list,
 )
 
 __all__ = ["WeComBotAccount", "WeComBotMessage", "parse_account", "parse_message"]
@@ -44,9 +45,7 @@ def parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> WeComB
     raw = load_object(document, schema)
     issues: list[ValidationIssue] = []
     connect, request = http_timeouts(raw, issues)
-    key = secret_ref(raw.get("webhookKey"))
-    if key is None:
-        issues.append(issue("/webhookKey", "REQUIRED", "a secret reference is required"))
+    key = required_secret(raw, "webhookKey", issues)
     if issues or key is None:
         raise ConfigError(issues)
     return WeComBotAccount(key, connect, request)
@@ -59,14 +58,8 @@ def parse_message(document: ConfigDocument, schema: Mapping[str, Any]) -> WeComB
     message = WeComBotMessage(
         msg_type=msg_type,
         content=Template.checked(raw["content"], "/content", issues) if "content" in raw else None,
-        mentioned=tuple(
-            Template.checked(v, f"/mentionedList/{i}", issues)
-            for i, v in enumerate(raw.get("mentionedList", []))
-        ),
-        mentioned_mobiles=tuple(
-            Template.checked(v, f"/mentionedMobileList/{i}", issues)
-            for i, v in enumerate(raw.get("mentionedMobileList", []))
-        ),
+        mentioned=template_list(raw, "mentionedList", issues),
+        mentioned_mobiles=template_list(raw, "mentionedMobileList", issues),
         articles=JsonTemplate.checked(raw["articles"], "/articles", issues) if "articles" in raw else None,
     )
     if msg_type != "text" and (message.mentioned or message.mentioned_mobiles):

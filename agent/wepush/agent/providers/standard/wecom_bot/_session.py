@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -13,16 +12,16 @@ from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.spi import ProviderSendRequest
 from wepush.agent.providers.standard._vendor import (
     MASK,
-    ConfigError,
     Credentials,
     OutboundRequest,
     Rendered,
     VendorHttp,
     VendorReply,
     VendorSession,
+    WebhookSecret,
     errcode_reply,
-    issue,
     recipient_fields,
+    render_list,
 )
 
 from ._config import WeComBotMessage
@@ -34,31 +33,20 @@ OFFICIAL_HOST = "qyapi.weixin.qq.com"
 SEND_PATH = "/cgi-bin/webhook/send"
 _KEY = re.compile(r"[A-Za-z0-9-]{8,128}")
 
+_WEBHOOK = WebhookSecret(
+    field="webhookKey",
+    pattern=_KEY,
+    host=OFFICIAL_HOST,
+    path=SEND_PATH,
+    query="key",
+    invalid_code="KEY_INVALID",
+    noun="a webhook key",
+)
+
 
 def webhook_key_of(value: str) -> str:
     """The key from a bare key or a full webhook URL on the official host; never echoed."""
-    if "://" not in value:
-        if _KEY.fullmatch(value):
-            return value
-        raise ConfigError([issue("/webhookKey", "KEY_INVALID", "is neither a webhook key nor a webhook URL")])
-    try:
-        url = URL(value)
-    except ValueError:
-        raise ConfigError([issue("/webhookKey", "KEY_INVALID", "is not a valid URL")]) from None
-    if url.scheme != "https" or url.host != OFFICIAL_HOST or url.port != 443 or url.path != SEND_PATH:
-        raise ConfigError(
-            [
-                issue(
-                    "/webhookKey",
-                    "WEBHOOK_HOST_NOT_OFFICIAL",
-                    f"must be https://{OFFICIAL_HOST}{SEND_PATH}?key=…",
-                )
-            ]
-        )
-    key = url.query.get("key", "")
-    if not _KEY.fullmatch(key):
-        raise ConfigError([issue("/webhookKey", "KEY_INVALID", "the URL has no valid key")])
-    return key
+    return _WEBHOOK.of(value)
 
 
 class WeComBotSession(VendorSession):
@@ -86,8 +74,8 @@ class WeComBotSession(VendorSession):
         payload: dict[str, Any] = {"msgtype": m.msg_type}
         if m.msg_type == "text" and m.content is not None:
             text: dict[str, Any] = {"content": m.content.render(fields)}
-            mentioned = [v for v in (t.render(fields).strip() for t in m.mentioned) if v]
-            mobiles = [v for v in (t.render(fields).strip() for t in m.mentioned_mobiles) if v]
+            mentioned = render_list(m.mentioned, fields)
+            mobiles = render_list(m.mentioned_mobiles, fields)
             if mentioned:
                 text["mentioned_list"] = mentioned
             if mobiles:
@@ -109,12 +97,7 @@ class WeComBotSession(VendorSession):
     ) -> OutboundRequest:
         key = quote(self._key if reveal else MASK, safe="")
         url = URL(f"{self._base.with_path(SEND_PATH)}?key={key}", encoded=True)
-        return OutboundRequest(
-            "POST",
-            url,
-            {"Content-Type": "application/json; charset=utf-8"},
-            json.dumps(rendered.payload, ensure_ascii=False).encode("utf-8"),
-        )
+        return OutboundRequest.post_json(url, rendered.payload)
 
     def read_reply(self, document: dict[str, Any]) -> VendorReply | None:
         return errcode_reply(document)

@@ -1,0 +1,35 @@
+"""Building blocks that more than one channel provider family shares.
+
+The ``{{variable}}`` template language (one implementation, so every channel
+fills Recipient fields the same way and refuses the same expressions) and the
+configuration rules every channel follows (secret references, durations), the
+aiohttp rules every HTTP channel follows (bounded response bodies, timeouts cut
+short by the item's deadline), binding a send to the Run's cancellation token
+and the shape of a preview that could not render. Like a
+provider it depends only on the Provider SPI and the engine's core types, and it
+never imports a concrete provider.
+"""
+
+from __future__ import annotations
+
+from ._cancel import await_cancellable
+from ._config import DEFAULT_SECRET_NAMESPACE, ConfigError, duration_field, secret_ref
+from ._preview import failed_preview
+from ._template import RenderProblem, Template, TemplateSyntaxError, UnknownVariableError, scalar_text
+from ._transport import RequestTimeouts, read_capped
+
+__all__ = [
+    "DEFAULT_SECRET_NAMESPACE",
+    "ConfigError",
+    "RenderProblem",
+    "RequestTimeouts",
+    "Template",
+    "TemplateSyntaxError",
+    "UnknownVariableError",
+    "await_cancellable",
+    "duration_field",
+    "failed_preview",
+    "read_capped",
+    "scalar_text",
+    "secret_ref",
+]

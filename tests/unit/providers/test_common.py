@@ -1,0 +1,62 @@
+"""The building blocks channel providers share: their public names and their cancellation rule."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import wepush.agent.providers.common as common
+from wepush.agent.providers.common import await_cancellable
+from wepush.agent.providers.spi import CancellationToken
+
+EXPECTED = {
+    "DEFAULT_SECRET_NAMESPACE",
+    "ConfigError",
+    "RenderProblem",
+    "RequestTimeouts",
+    "Template",
+    "TemplateSyntaxError",
+    "UnknownVariableError",
+    "await_cancellable",
+    "duration_field",
+    "failed_preview",
+    "read_capped",
+    "scalar_text",
+    "secret_ref",
+}
+
+
+def test_common_exports_exactly_its_curated_names() -> None:
+    assert set(common.__all__) == EXPECTED
+    assert all(hasattr(common, name) for name in EXPECTED)
+
+
+async def _park(started: asyncio.Event) -> str:
+    started.set()
+    await asyncio.Event().wait()
+    return "answered"
+
+
+async def test_a_token_cancellation_ends_the_call_with_the_cancelled_result() -> None:
+    token = CancellationToken()
+    started = asyncio.Event()
+    call = asyncio.create_task(await_cancellable(token, lambda: _park(started), lambda: "cancelled"))
+    await started.wait()
+
+    token.cancel("run cancelled")
+
+    assert await call == "cancelled"
+
+
+async def test_the_engines_own_task_cancellation_keeps_propagating() -> None:
+    token = CancellationToken()
+    started = asyncio.Event()
+    call = asyncio.create_task(await_cancellable(token, lambda: _park(started), lambda: "cancelled"))
+    await started.wait()
+
+    call.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert not token.cancelled
