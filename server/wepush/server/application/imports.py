@@ -1,10 +1,389 @@
-"""CSV/TXT audience imports (use cases, one transaction each)."""
+"""CSV/TXT audience imports (use cases, one transaction each; the upload streams in many short ones).
+
+An import moves CREATED → STAGING → STAGED → COMMITTED, or ends FAILED / EXPIRED. The upload claims the
+import (CREATED → STAGING) before reading the body, so two uploads can never interleave; the rows are then
+staged batch by batch outside any long transaction; duplicates are marked by the database; the commit
+copies the accepted rows into a new immutable snapshot with one ``INSERT … SELECT``.
+"""
 
 from __future__ import annotations
 
+import csv
+import dataclasses
+import io
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
+from wepush.server.application._import_errors import HeaderRejected, ImportLimitError, UploadTooLarge
+from wepush.server.application._import_settings import SOURCE_COLUMNS_KEY, ImportSettings, source_columns
+from wepush.server.application._import_staging import stage_upload
+from wepush.server.application.auth import Principal, Role
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.domain import (
+    AudienceImport,
+    AudienceSnapshot,
+    AuditOutcome,
+    ImportCounts,
+    ImportState,
+    ImportStateConflict,
+    JsonObject,
+    NotFound,
+    PageRequest,
+    StagedRow,
+    StagedRowStatus,
+    UnitOfWork,
+    VersionConflict,
+)
+
+__all__ = ["IMPORT_TTL", "PREVIEW_ROWS", "ImportPreview", "ImportService"]
+
+#: Uncommitted staging data is temporary (seed: temporary exports live 24 hours).
+IMPORT_TTL: Final = timedelta(hours=24)
+PREVIEW_ROWS: Final = 20
+ERROR_PAGE_ROWS: Final = 1000
+_RESOURCE: Final = "AUDIENCE_IMPORT"
+_OPEN_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGING, ImportState.STAGED})
+_READABLE_STATES: Final = frozenset({ImportState.STAGED, ImportState.COMMITTED})
+_ERROR_STATUSES: Final = (StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE)
+_MAX_FAILURE_CHARS: Final = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class ImportPreview:
+    audience_import: AudienceImport
+    columns: list[str]
+    accepted: list[StagedRow]
+    rejected: list[StagedRow]
+
+
+def _effective(audience_import: AudienceImport, now: datetime) -> AudienceImport:
+    """An open import past its deadline is EXPIRED whether or not a sweeper has marked it yet."""
+    if audience_import.state in _OPEN_STATES and now >= audience_import.expires_at:
+        return dataclasses.replace(audience_import, state=ImportState.EXPIRED)
+    return audience_import
 
 
 class ImportService:
     def __init__(self, deps: ServiceDeps) -> None:
         self._deps = deps
+
+    async def _import_of(
+        self, uow: UnitOfWork, principal: Principal, workspace_id: str, audience_id: str, import_id: str
+    ) -> AudienceImport:
+        await ensure_workspace(uow, principal, workspace_id)
+        await uow.audiences.get(workspace_id, audience_id)
+        found = await uow.audience_imports.get(workspace_id, import_id)
+        if found.audience_id != audience_id:
+            raise NotFound("audience_import", import_id)
+        return found
+
+    async def create(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        audience_id: str,
+        settings: ImportSettings,
+        *,
+        idempotency: IdempotencyRequest | None,
+        render: Callable[[AudienceImport], JsonObject],
+        trace_id: str | None = None,
+    ) -> Outcome:
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.OPERATOR,
+            action="audience_import.create",
+            resource_type=_RESOURCE,
+            trace_id=trace_id,
+        )
+        settings.validate(self._deps.import_limits)
+        now = self._deps.clock()
+        async with self._deps.uow() as uow:
+
+            async def create_import() -> Outcome:
+                await ensure_workspace(uow, principal, workspace_id)
+                await uow.audiences.get(workspace_id, audience_id)
+                created = await uow.audience_imports.add(
+                    AudienceImport(
+                        workspace_id=workspace_id,
+                        audience_id=audience_id,
+                        format=settings.format,
+                        options=settings.to_options(),
+                        expires_at=now + IMPORT_TTL,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+                await self._deps.auditor.record(
+                    uow,
+                    principal,
+                    "audience_import.create",
+                    _RESOURCE,
+                    workspace_id=workspace_id,
+                    resource_id=created.id,
+                    fields=settings.to_options().keys(),
+                    trace_id=trace_id,
+                    summary=f"{settings.format.value} import for audience {audience_id}",
+                )
+                return Outcome(201, render(created), created.id)
+
+            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=create_import)
+
+    async def get(
+        self, principal: Principal, workspace_id: str, audience_id: str, import_id: str
+    ) -> AudienceImport:
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.VIEWER,
+            action="audience_import.read",
+            resource_type=_RESOURCE,
+        )
+        async with self._deps.uow(read_only=True) as uow:
+            found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
+        return _effective(found, self._deps.clock())
+
+    async def upload(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        audience_id: str,
+        import_id: str,
+        chunks: AsyncIterator[bytes],
+        *,
+        trace_id: str | None = None,
+    ) -> AudienceImport:
+        """Stage the body and return the import STAGED (with counts) or FAILED (with the reason)."""
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.OPERATOR,
+            action="audience_import.upload",
+            resource_type=_RESOURCE,
+            resource_id=import_id,
+            trace_id=trace_id,
+        )
+        claimed = await self._claim(principal, workspace_id, audience_id, import_id)
+        settings = ImportSettings.from_options(claimed.format, claimed.options)
+        try:
+            outcome = await stage_upload(
+                chunks,
+                uow=self._deps.uow,
+                import_id=import_id,
+                settings=settings,
+                limits=self._deps.import_limits,
+            )
+        except HeaderRejected as rejected:
+            return await self._fail(claimed, principal, str(rejected), trace_id)
+        except (UploadTooLarge, ImportLimitError) as limit:
+            await self._fail(claimed, principal, str(limit), trace_id)
+            raise
+        except Exception:
+            # A broken connection or a database error: the client learns nothing new from the reason.
+            await self._fail(claimed, principal, "the upload did not complete", trace_id)
+            raise
+        async with self._deps.uow() as uow:
+            await uow.audience_imports.mark_duplicates(import_id)
+            counts = await uow.audience_imports.count_staged(import_id)
+            staged = await uow.audience_imports.update(
+                dataclasses.replace(
+                    claimed,
+                    state=ImportState.STAGED,
+                    counts=counts,
+                    columns=outcome.fields,
+                    options={**claimed.options, SOURCE_COLUMNS_KEY: outcome.source_columns},
+                )
+            )
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                "audience_import.stage",
+                _RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=import_id,
+                fields=["content"],
+                trace_id=trace_id,
+                summary=_counts_summary(counts),
+            )
+        return staged
+
+    async def _claim(
+        self, principal: Principal, workspace_id: str, audience_id: str, import_id: str
+    ) -> AudienceImport:
+        now = self._deps.clock()
+        async with self._deps.uow() as uow:
+            found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
+            state = _effective(found, now).state
+            if state is ImportState.CREATED:
+                return await uow.audience_imports.update(
+                    dataclasses.replace(found, state=ImportState.STAGING)
+                )
+        raise ImportStateConflict(import_id, state.value, "accept content")
+
+    async def _fail(
+        self, claimed: AudienceImport, principal: Principal, reason: str, trace_id: str | None
+    ) -> AudienceImport:
+        async with self._deps.uow() as uow:
+            await uow.audience_imports.discard_staging(claimed.id)
+            failed = await uow.audience_imports.update(
+                dataclasses.replace(
+                    claimed,
+                    state=ImportState.FAILED,
+                    counts=ImportCounts(),
+                    failure_reason=reason[:_MAX_FAILURE_CHARS],
+                )
+            )
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                "audience_import.stage",
+                _RESOURCE,
+                workspace_id=claimed.workspace_id,
+                resource_id=claimed.id,
+                outcome=AuditOutcome.FAILED,
+                fields=["content"],
+                trace_id=trace_id,
+                summary="the upload failed",
+            )
+        return failed
+
+    async def preview(
+        self, principal: Principal, workspace_id: str, audience_id: str, import_id: str
+    ) -> ImportPreview:
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.VIEWER,
+            action="audience_import.read",
+            resource_type=_RESOURCE,
+        )
+        async with self._deps.uow(read_only=True) as uow:
+            found = await self._readable(uow, principal, workspace_id, audience_id, import_id, "preview")
+            first: PageRequest[int] = PageRequest(limit=PREVIEW_ROWS)
+            accepted = await uow.audience_imports.list_staged(
+                import_id, first, statuses=[StagedRowStatus.ACCEPTED]
+            )
+            rejected = await uow.audience_imports.list_staged(import_id, first, statuses=_ERROR_STATUSES)
+        return ImportPreview(found, list(source_columns(found.options)), accepted.items, rejected.items)
+
+    async def _readable(
+        self,
+        uow: UnitOfWork,
+        principal: Principal,
+        workspace_id: str,
+        audience_id: str,
+        import_id: str,
+        attempted: str,
+    ) -> AudienceImport:
+        found = _effective(
+            await self._import_of(uow, principal, workspace_id, audience_id, import_id), self._deps.clock()
+        )
+        if found.state not in _READABLE_STATES:
+            raise ImportStateConflict(import_id, found.state.value, attempted)
+        return found
+
+    async def error_rows(
+        self, principal: Principal, workspace_id: str, audience_id: str, import_id: str
+    ) -> AsyncIterator[list[StagedRow]]:
+        """Check access now, then yield the rejected and duplicate rows page by page, each page read in a
+        short transaction of its own (the download may take longer than any transaction should)."""
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.VIEWER,
+            action="audience_import.read",
+            resource_type=_RESOURCE,
+        )
+        async with self._deps.uow(read_only=True) as uow:
+            found = await self._readable(
+                uow, principal, workspace_id, audience_id, import_id, "download errors"
+            )
+        return self._error_pages(import_id, found.columns)
+
+    async def _error_pages(self, import_id: str, fields: list[str]) -> AsyncIterator[list[StagedRow]]:
+        after: int | None = None
+        while True:
+            async with self._deps.uow(read_only=True) as uow:
+                page = await uow.audience_imports.list_staged(
+                    import_id, PageRequest(limit=ERROR_PAGE_ROWS, after=after), statuses=_ERROR_STATUSES
+                )
+            if page.items:
+                yield [_with_raw(row, fields) for row in page.items]
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    async def commit(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        audience_id: str,
+        import_id: str,
+        audience_version: int,
+        *,
+        idempotency: IdempotencyRequest | None,
+        render: Callable[[AudienceSnapshot], JsonObject],
+        trace_id: str | None = None,
+    ) -> Outcome:
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.OPERATOR,
+            action="audience_import.commit",
+            resource_type=_RESOURCE,
+            resource_id=import_id,
+            trace_id=trace_id,
+        )
+        now = self._deps.clock()
+        async with self._deps.uow() as uow:
+
+            async def commit_import() -> Outcome:
+                found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
+                current = _effective(found, now)
+                if current.state is not ImportState.STAGED:
+                    raise ImportStateConflict(import_id, current.state.value, "commit")
+                audience = await uow.audiences.get(workspace_id, audience_id)
+                if audience.version != audience_version:
+                    raise VersionConflict("audience", audience_id, audience_version)
+                committed = await uow.audience_imports.commit(audience, found)
+                snapshot = committed.snapshot
+                await self._deps.auditor.record(
+                    uow,
+                    principal,
+                    "audience_import.commit",
+                    _RESOURCE,
+                    workspace_id=workspace_id,
+                    resource_id=import_id,
+                    fields=["snapshot"],
+                    trace_id=trace_id,
+                    summary=f"snapshot {snapshot.id} revision {snapshot.revision}: {snapshot.recipient_count} recipients",
+                )
+                return Outcome(201, render(snapshot), snapshot.id)
+
+            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=commit_import)
+
+
+def _with_raw(row: StagedRow, fields: list[str]) -> StagedRow:
+    """A duplicate was staged as accepted, without its raw line: show its values in field order instead."""
+    if row.raw is not None or row.fields is None:
+        return row
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow([row.fields.get(name, "") for name in fields])
+    return dataclasses.replace(row, raw=buffer.getvalue())
+
+
+def _counts_summary(counts: ImportCounts) -> str:
+    return (
+        f"{counts.total_rows} rows: {counts.accepted_rows} accepted, {counts.rejected_rows} rejected, "
+        f"{counts.duplicate_rows} duplicate"
+    )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Collection, Sequence
 
-from sqlalchemy import String, delete, exists, func, insert, literal, select, update
+from sqlalchemy import String, Text, delete, func, insert, literal, select, type_coerce, update
+from sqlalchemy.dialects import sqlite
 
 from wepush.server.domain import (
     Audience,
@@ -25,7 +27,6 @@ from wepush.server.domain import (
     StagedRow,
     StagedRowStatus,
     VersionConflict,
-    canonical_json,
 )
 
 from . import _references as refs
@@ -53,6 +54,15 @@ _IMPORT = RowMapper(
 _STAGED = RowMapper(StagedRow, audience_import_row, renames={"fields": "fields_json"})
 
 DUPLICATE_ITEM_KEY = "DUPLICATE_ITEM_KEY"
+
+_STAGED_COLUMNS = tuple(audience_import_row.c.keys())
+# Compiled once: the staging executemany sends this text with plain tuples in ``_STAGED_COLUMNS`` order.
+_STAGE_SQLITE = str(insert(audience_import_row).compile(dialect=sqlite.dialect()))
+_CHECKSUM_CHUNK = 5000
+# The same text as ``canonical_json`` (same options), without building an encoder for every row.
+_canonical_encoder = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
 
 
 class SqlAudienceRepository(_SoftDeletable):
@@ -168,34 +178,66 @@ class SqlAudienceImportRepository(SqlRepository):
     async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
         if not rows:
             return 0
-        params = [{"import_id": import_id, **_STAGED.to_values(row)} for row in rows]
-        # A list of parameter sets is one executemany round (insertmanyvalues batches on both drivers).
-        await self._conn.execute(insert(audience_import_row), params)
-        return len(params)
+        # The import hot path: plain tuples with the JSON already in its canonical text, handed to the
+        # driver as they are (no per-row mapping or bind processing): COPY on PostgreSQL, one
+        # executemany on SQLite.
+        encode = _canonical_encoder.encode
+        records = [
+            (
+                import_id,
+                row.line_number,
+                row.item_key,
+                None if row.fields is None else encode(row.fields),
+                row.status.value,
+                row.reason_code,
+                row.reason,
+                row.raw,
+            )
+            for row in rows
+        ]
+        if self._is_postgresql:
+            # COPY runs on the driver connection; a statement first makes sure the unit of work's
+            # transaction has begun there, so the batch commits or rolls back with it.
+            await self._conn.execute(select(literal(1)))
+            driver = (await self._conn.get_raw_connection()).driver_connection
+            assert driver is not None
+            await driver.copy_records_to_table(
+                audience_import_row.name, records=records, columns=list(_STAGED_COLUMNS)
+            )
+        else:
+            await self._conn.exec_driver_sql(_STAGE_SQLITE, records)
+        return len(records)
 
     async def mark_duplicates(self, import_id: str) -> int:
         row = audience_import_row
-        earlier = row.alias("earlier")
-        # The first accepted occurrence of a key is never modified by this statement, so every later
-        # occurrence sees it as ACCEPTED whatever order the database visits the rows in.
+        accepted = row.c.status == StagedRowStatus.ACCEPTED.value
+        # One sort by (item_key, line_number) instead of a correlated lookup per row: without table
+        # statistics SQLite answers an EXISTS over earlier lines through the (status, line_number) index,
+        # which is quadratic in the file size. The first accepted occurrence of a key has rank 1.
+        ranked = (
+            select(
+                row.c.line_number,
+                func.row_number()
+                .over(partition_by=row.c.item_key, order_by=row.c.line_number)
+                .label("occurrence"),
+            )
+            .where(row.c.import_id == import_id, accepted)
+            .subquery("ranked")
+        )
+        later = select(ranked.c.line_number).where(ranked.c.occurrence > 1)
         stmt = (
             update(row)
-            .where(
-                row.c.import_id == import_id,
-                row.c.status == StagedRowStatus.ACCEPTED.value,
-                exists().where(
-                    earlier.c.import_id == row.c.import_id,
-                    earlier.c.item_key == row.c.item_key,
-                    earlier.c.status == StagedRowStatus.ACCEPTED.value,
-                    earlier.c.line_number < row.c.line_number,
-                ),
-            )
+            .where(row.c.import_id == import_id, accepted, row.c.line_number.in_(later))
             .values(
                 status=StagedRowStatus.DUPLICATE.value,
                 reason_code=DUPLICATE_ITEM_KEY,
                 reason="the item key already appeared on an earlier line",
             )
         )
+        if self._is_postgresql:
+            # Fresh statistics after the bulk load: estimating one row per import, the planner would
+            # re-run the ranking for every staged row instead of hashing it once.
+            await self._conn.exec_driver_sql("ANALYZE audience_import_row")
         result = await self._conn.execute(stmt)
         return int(result.rowcount)
 
@@ -321,20 +363,26 @@ class SqlAudienceImportRepository(SqlRepository):
         from the database in chunks so memory stays flat for any audience size."""
         digest = hashlib.sha256()
         count = 0
+        staged = audience_import_row
+        # SQLite stores the canonical text itself: hash it as stored instead of parsing and re-encoding
+        # every row. PostgreSQL's JSONB has its own text form, so there the documents are re-encoded.
+        as_stored = not self._is_postgresql
+        fields = type_coerce(staged.c.fields_json, Text()) if as_stored else staged.c.fields_json
         stmt = (
-            select(audience_import_row.c.item_key, audience_import_row.c.fields_json)
-            .where(
-                audience_import_row.c.import_id == import_id,
-                audience_import_row.c.status == StagedRowStatus.ACCEPTED.value,
-            )
-            .order_by(audience_import_row.c.line_number)
-            .execution_options(yield_per=1000)
+            select(staged.c.item_key, fields)
+            .where(staged.c.import_id == import_id, staged.c.status == StagedRowStatus.ACCEPTED.value)
+            .order_by(staged.c.line_number)
+            .execution_options(yield_per=_CHECKSUM_CHUNK)
         )
         result = await self._conn.stream(stmt)
-        async for chunk in result.partitions(1000):
-            for item_key, fields in chunk:
-                digest.update(f"{item_key}\t{canonical_json(fields)}\n".encode())
-                count += 1
+        update_digest = digest.update
+        encode = _canonical_encoder.encode
+        async for chunk in result.partitions(_CHECKSUM_CHUNK):
+            if as_stored:
+                update_digest("".join(f"{key}\t{text}\n" for key, text in chunk).encode())
+            else:
+                update_digest("".join(f"{key}\t{encode(doc)}\n" for key, doc in chunk).encode())
+            count += len(chunk)
         return digest.hexdigest(), count
 
     async def discard_staging(self, import_id: str) -> int:

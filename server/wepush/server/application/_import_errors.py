@@ -1,0 +1,25 @@
+"""Why an upload stops: the file does not fit the settings (the import FAILS, 200) or it breaks a limit (413)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from wepush.server.application.errors import ImportLimitExceeded, PayloadTooLarge
+
+__all__ = ["HeaderRejected", "ImportLimitError", "UploadTooLarge"]
+
+
+class HeaderRejected(Exception):
+    """The file's columns do not fit the mapping; the import FAILS with this reason and no rows."""
+
+
+class ImportLimitError(ImportLimitExceeded):
+    """Row, column or line-length limit: 413 as the upload operation declares, with the import's own code."""
+
+    status: ClassVar[int] = 413
+
+
+class UploadTooLarge(PayloadTooLarge):
+    """The body is larger than the import byte limit."""
+
+    status: ClassVar[int] = 413

@@ -1,0 +1,178 @@
+"""Incremental CSV/TXT reading: bytes arrive in chunks of any size, records leave as soon as they are whole.
+
+Nothing here holds more than one chunk, one incomplete line and (for a quoted field spanning lines) the
+lines of one unfinished record. Decoding uses ``surrogateescape`` so an invalid byte never aborts the
+upload: it marks only the record it belongs to (``INVALID_ENCODING``).
+
+The stdlib ``csv`` module does the CSV work, fed with the complete lines of each chunk. Its reader cannot
+be suspended in the middle of a record, so it runs in ``strict`` mode over one chunk's lines at a time:
+when a quoted field is still open at the end of those lines, ``csv`` reports "unexpected end of data"
+and the record's lines are carried over to the next chunk and parsed again with it. ``reader.line_num``
+tells which lines each record used, which gives line numbers and the raw text of rejected rows without
+any per-line Python work.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import re
+from typing import Final, NamedTuple
+
+from wepush.server.domain import ImportFormat
+
+__all__ = ["ParsedRecord", "RecordProblem", "RecordReader", "RecordTooLong"]
+
+#: Characters no database text column accepts (NUL) and undecodable bytes kept as lone surrogates.
+_UNSTORABLE: Final = re.compile("[\x00\udc80-\udcff]")
+_CSV_EOF_IN_QUOTES: Final = "unexpected end of data"
+_CSV_FIELD_LIMIT: Final = "field larger than field limit"
+
+
+class RecordProblem:
+    """Row codes a record can carry before any mapping is applied."""
+
+    INVALID_ENCODING: Final = "INVALID_ENCODING"
+    INVALID_CHARACTER: Final = "INVALID_CHARACTER"
+    MALFORMED_CSV: Final = "MALFORMED_CSV"
+    FIELD_TOO_LONG: Final = "FIELD_TOO_LONG"
+
+
+class ParsedRecord(NamedTuple):
+    """One input record. ``values`` is None when the record could not be split into columns."""
+
+    line_number: int
+    values: list[str] | None
+    raw: str
+    problem: str | None
+
+
+class RecordTooLong(Exception):
+    """A single line or unfinished record outgrew ``max_record_chars``; reading further would mean
+    buffering without bound, so the whole import stops."""
+
+    def __init__(self, line_number: int, limit: int) -> None:
+        super().__init__(
+            f"line {line_number} is longer than {limit} characters (or opens a quote never closed)"
+        )
+        self.line_number = line_number
+        self.limit = limit
+
+
+def unstorable_problem(text: str) -> str | None:
+    match = _UNSTORABLE.search(text)
+    if match is None:
+        return None
+    return RecordProblem.INVALID_CHARACTER if match.group() == "\x00" else RecordProblem.INVALID_ENCODING
+
+
+class RecordReader:
+    """``feed(chunk)`` and finally ``finish()``; each returns the records completed by that call.
+
+    Blank lines are skipped (they still count for line numbers). TXT records are one stripped value per
+    line; CSV records follow RFC 4180 with the given delimiter (quoted fields may span lines).
+    """
+
+    def __init__(
+        self,
+        *,
+        format: ImportFormat,
+        delimiter: str = ",",
+        encoding: str = "utf-8",
+        max_record_chars: int,
+    ) -> None:
+        self._csv = format is ImportFormat.CSV
+        self._delimiter = delimiter
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogateescape")
+        self._max = max_record_chars
+        self._partial = ""
+        self._carry: list[str] = []
+        self._carry_chars = 0
+        self._lines_done = 0
+        self._finished = False
+
+    @property
+    def lines_read(self) -> int:
+        """Physical lines handed over as records so far (the line number of the last one seen)."""
+        return self._lines_done
+
+    def feed(self, chunk: bytes) -> list[ParsedRecord]:
+        if self._finished:
+            raise RuntimeError("the reader is finished")
+        text = self._partial + self._decoder.decode(chunk)
+        cut = text.rfind("\n") + 1
+        self._partial = text[cut:]
+        if len(self._partial) > self._max:
+            raise RecordTooLong(self._lines_done + len(self._carry) + text.count("\n", 0, cut) + 1, self._max)
+        if cut == 0:
+            return []
+        return self._records(text[:cut], final=False)
+
+    def finish(self) -> list[ParsedRecord]:
+        """Flush the last line (with or without a trailing newline) and any unfinished record."""
+        if self._finished:
+            return []
+        self._finished = True
+        text = self._partial + self._decoder.decode(b"", final=True)
+        self._partial = ""
+        if text and not text.endswith("\n"):
+            text += "\n"
+        return self._records(text, final=True)
+
+    def _records(self, complete: str, *, final: bool) -> list[ParsedRecord]:
+        lines = [line + "\n" for line in complete[:-1].split("\n")] if complete else []
+        suspicious = _UNSTORABLE.search(complete) is not None
+        if not self._csv:
+            return self._txt(lines, suspicious)
+        if self._carry:
+            suspicious = suspicious or any(_UNSTORABLE.search(line) for line in self._carry)
+            lines = self._carry + lines
+            self._carry = []
+        return self._csv_records(lines, final=final, suspicious=suspicious)
+
+    def _txt(self, lines: list[str], suspicious: bool) -> list[ParsedRecord]:
+        base = self._lines_done
+        self._lines_done += len(lines)
+        out: list[ParsedRecord] = []
+        for index, line in enumerate(lines):
+            value = line.strip()
+            if value:
+                problem = unstorable_problem(value) if suspicious else None
+                out.append(ParsedRecord(base + index + 1, [value], line, problem))
+        return out
+
+    def _csv_records(self, lines: list[str], *, final: bool, suspicious: bool) -> list[ParsedRecord]:
+        base = self._lines_done
+        reader = csv.reader(lines, delimiter=self._delimiter, strict=True)
+        out: list[ParsedRecord] = []
+        start = 0
+        while True:
+            try:
+                for values in reader:
+                    end = reader.line_num
+                    if values:
+                        raw = lines[start] if end - start == 1 else "".join(lines[start:end])
+                        problem = unstorable_problem(raw) if suspicious else None
+                        out.append(ParsedRecord(base + start + 1, values, raw, problem))
+                    start = end
+                break
+            except csv.Error as error:
+                end = reader.line_num
+                message = str(error)
+                if not final and end >= len(lines) and message.startswith(_CSV_EOF_IN_QUOTES):
+                    # A quoted field continues in data not received yet: parse these lines again later.
+                    self._carry = lines[start:]
+                    self._carry_chars = sum(len(line) for line in self._carry)
+                    if self._carry_chars > self._max:
+                        raise RecordTooLong(base + start + 1, self._max) from None
+                    break
+                raw = "".join(lines[start:end])
+                code = (
+                    RecordProblem.FIELD_TOO_LONG
+                    if message.startswith(_CSV_FIELD_LIMIT)
+                    else RecordProblem.MALFORMED_CSV
+                )
+                out.append(ParsedRecord(base + start + 1, None, raw, code))
+                start = end
+        self._lines_done = base + len(lines) - len(self._carry)
+        return out

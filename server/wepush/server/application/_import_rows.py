@@ -1,0 +1,181 @@
+"""From parsed records to staging rows: the header, the column mapping and the per-row checks.
+
+Every data record becomes exactly one :class:`StagedRow`, ACCEPTED with its recipient fields and item key
+or REJECTED with a stable code and the raw line. Duplicates are decided later by the database (first line
+wins), so this step keeps no per-recipient state and its memory stays flat for any file size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from wepush.server.application._deps import ImportLimits
+from wepush.server.application._import_errors import HeaderRejected, ImportLimitError
+from wepush.server.application._import_parser import ParsedRecord, RecordProblem
+from wepush.server.application._import_settings import ImportSettings
+from wepush.server.domain import StagedRow, StagedRowStatus, canonical_json
+
+__all__ = ["MAX_ITEM_KEY_CHARS", "MAX_RAW_CHARS", "RowBuilder", "RowCode", "storable"]
+
+MAX_ITEM_KEY_CHARS: Final = 256
+MAX_RAW_CHARS: Final = 4096
+_MAX_NAME_CHARS: Final = 64
+_ACCEPTED: Final = StagedRowStatus.ACCEPTED
+
+
+class RowCode:
+    """Stable codes of rejected rows (the parser adds INVALID_ENCODING, INVALID_CHARACTER,
+    MALFORMED_CSV; the database adds DUPLICATE_ITEM_KEY)."""
+
+    COLUMN_COUNT: Final = "COLUMN_COUNT"
+    FIELD_TOO_LONG: Final = RecordProblem.FIELD_TOO_LONG
+    MISSING_FIELD: Final = "MISSING_FIELD"
+    ITEM_ID_TOO_LONG: Final = "ITEM_ID_TOO_LONG"
+
+
+_PROBLEM_REASONS: Final = {
+    RecordProblem.INVALID_ENCODING: "the line is not valid {encoding}",
+    RecordProblem.INVALID_CHARACTER: "the line contains a NUL character",
+    RecordProblem.MALFORMED_CSV: "the line is not well-formed CSV (check the quotes)",
+    RecordProblem.FIELD_TOO_LONG: "a field is longer than the parser accepts",
+}
+
+
+def storable(text: str) -> str:
+    """``text`` made safe for a database text column: undecodable bytes and NUL become U+FFFD."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("\x00", "\ufffd")
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= _MAX_NAME_CHARS else name[: _MAX_NAME_CHARS - 1] + "…"
+
+
+class RowBuilder:
+    """Feed it every record in order; the first one is the header when the settings say so."""
+
+    def __init__(self, settings: ImportSettings, limits: ImportLimits) -> None:
+        self._settings = settings
+        self._limits = limits
+        self._max_field = limits.max_field_length
+        self._columns: list[str] | None = None
+        self._picks: list[tuple[int, str]] = []
+        self._width = 0
+        self._key_fields = settings.key_fields
+        self._key_index: int | None = None
+
+    @property
+    def source_columns(self) -> list[str]:
+        """The file's columns (header values, or "1".."n"); empty until the first record was seen."""
+        return list(self._columns or [])
+
+    @property
+    def fields(self) -> list[str]:
+        """Recipient field names in file column order (what the snapshot will list)."""
+        return [name for _, name in self._picks]
+
+    @property
+    def awaiting_header(self) -> bool:
+        return self._columns is None and self._settings.has_header
+
+    def header(self, record: ParsedRecord) -> None:
+        if record.values is None or record.problem is not None:
+            raise HeaderRejected(f"the header on line {record.line_number} cannot be read ({record.problem})")
+        self._set_columns([value.strip() for value in record.values], record.line_number)
+
+    def _set_columns(self, columns: list[str], line_number: int) -> None:
+        if len(columns) > self._limits.max_columns:
+            raise ImportLimitError(
+                f"line {line_number} has {len(columns)} columns; at most {self._limits.max_columns} are allowed"
+            )
+        positions: dict[str, int] = {}
+        repeated: set[str] = set()
+        for index, name in enumerate(columns):
+            if name in positions:
+                repeated.add(name)
+            positions.setdefault(name, index)
+        picks: list[tuple[int, str]] = []
+        for column, field_name in self._settings.field_mapping.items():
+            if column in repeated:
+                raise HeaderRejected(
+                    f"the mapped column {_short(column)!r} appears more than once in the header"
+                )
+            if column not in positions:
+                where = (
+                    "in the header" if self._settings.has_header else f"in a file of {len(columns)} columns"
+                )
+                raise HeaderRejected(f"the mapped column {_short(column)!r} is not {where}")
+            picks.append((positions[column], field_name))
+        picks.sort()
+        self._columns = columns
+        self._picks = picks
+        self._width = len(columns)
+        if len(self._key_fields) == 1:
+            self._key_index = next(index for index, name in picks if name == self._key_fields[0])
+
+    def build(self, record: ParsedRecord) -> StagedRow:
+        line, values, raw, problem = record
+        if problem is not None or values is None:
+            code = problem or RecordProblem.MALFORMED_CSV
+            reason = _PROBLEM_REASONS.get(code, code).format(encoding=self._settings.encoding)
+            return self._reject(line, code, reason, raw)
+        if self._columns is None:
+            self._set_columns([str(n) for n in range(1, len(values) + 1)], line)
+        if len(values) != self._width:
+            expected = "header" if self._settings.has_header else "first row"
+            return self._reject(
+                line,
+                RowCode.COLUMN_COUNT,
+                f"Column count {len(values)} does not match {expected} count {self._width}",
+                raw,
+            )
+        if max(map(len, values)) > self._max_field:
+            return self._reject(line, RowCode.FIELD_TOO_LONG, self._too_long(values), raw)
+        fields = {name: values[index] for index, name in self._picks}
+        # The common case, one key field, is read straight from its column.
+        key = values[self._key_index] if self._key_index is not None else self._item_key(fields, line)
+        if not key:
+            return self._reject(line, RowCode.MISSING_FIELD, self._missing(fields), raw)
+        if len(key) > MAX_ITEM_KEY_CHARS:
+            return self._reject(
+                line,
+                RowCode.ITEM_ID_TOO_LONG,
+                f"the item id is longer than {MAX_ITEM_KEY_CHARS} characters",
+                raw,
+            )
+        return StagedRow(line_number=line, status=_ACCEPTED, item_key=key, fields=fields)
+
+    def _item_key(self, fields: dict[str, str], line: int) -> str | None:
+        keys = self._key_fields
+        if not keys:
+            # Without an identity every row is its own recipient, known by where it came from.
+            return f"line-{line}" if any(fields.values()) else None
+        parts = [fields[name] for name in keys]
+        return canonical_json(parts) if all(parts) else None
+
+    def _missing(self, fields: dict[str, str]) -> str:
+        empty = [name for name in self._key_fields if not fields[name]]
+        if empty:
+            return f"required field {_short(empty[0])!r} is empty"
+        return "no mapped column has a value"
+
+    def _too_long(self, values: Sequence[str]) -> str:
+        columns = self._columns or []
+        index = next(i for i, value in enumerate(values) if len(value) > self._max_field)
+        name = columns[index] if index < len(columns) else str(index + 1)
+        return f"column {_short(name)!r} is longer than {self._max_field} characters"
+
+    @staticmethod
+    def _reject(line: int, code: str, reason: str, raw: str) -> StagedRow:
+        text = raw.rstrip("\r\n")
+        if len(text) > MAX_RAW_CHARS:
+            text = text[:MAX_RAW_CHARS]
+        return StagedRow(
+            line_number=line,
+            status=StagedRowStatus.REJECTED,
+            reason_code=code,
+            reason=storable(reason),
+            raw=storable(text),
+        )

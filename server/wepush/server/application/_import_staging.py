@@ -1,0 +1,129 @@
+"""Stream an upload into the staging table: bytes → records → rows → short batch transactions.
+
+The body is read chunk by chunk and every finished batch is written in a transaction of its own, so
+memory holds one chunk and at most two batches whatever the file size, and no transaction spans the
+upload. The next batch is parsed while the previous one is being written (one write in flight).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Final
+
+from wepush.server.application._deps import ImportLimits
+from wepush.server.application._import_errors import HeaderRejected, ImportLimitError, UploadTooLarge
+from wepush.server.application._import_parser import ParsedRecord, RecordReader, RecordTooLong
+from wepush.server.application._import_rows import RowBuilder
+from wepush.server.application._import_settings import ImportSettings
+from wepush.server.domain import StagedRow, UnitOfWorkFactory
+
+__all__ = ["STAGE_BATCH_ROWS", "StagingOutcome", "stage_upload"]
+
+#: Rows per staging transaction: large enough to amortise a commit, small enough to keep memory flat.
+STAGE_BATCH_ROWS: Final = 5000
+_MIN_RECORD_CHARS: Final = 64 * 1024
+_MAX_RECORD_CHARS: Final = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StagingOutcome:
+    source_columns: list[str]
+    fields: list[str]
+    rows: int
+
+
+def max_record_chars(limits: ImportLimits) -> int:
+    """The longest line (or multi-line record) worth buffering: every column at the field limit."""
+    widest = limits.max_columns * (limits.max_field_length + 3)
+    return max(_MIN_RECORD_CHARS, min(_MAX_RECORD_CHARS, widest))
+
+
+class _BatchWriter:
+    """Writes batches in their own transactions, one in flight while the caller prepares the next."""
+
+    def __init__(self, uow: UnitOfWorkFactory, import_id: str) -> None:
+        self._uow = uow
+        self._import_id = import_id
+        self._inflight: asyncio.Task[int] | None = None
+
+    async def write(self, rows: list[StagedRow]) -> None:
+        await self.drain()
+        self._inflight = asyncio.create_task(self._stage(rows))
+
+    async def drain(self) -> None:
+        task, self._inflight = self._inflight, None
+        if task is not None:
+            await task
+
+    async def abandon(self) -> None:
+        """Let a write in flight finish (its rows are discarded with the failed import)."""
+        with contextlib.suppress(Exception):
+            await self.drain()
+
+    async def _stage(self, rows: list[StagedRow]) -> int:
+        async with self._uow() as uow:
+            return await uow.audience_imports.stage_rows(self._import_id, rows)
+
+
+async def stage_upload(
+    chunks: AsyncIterator[bytes],
+    *,
+    uow: UnitOfWorkFactory,
+    import_id: str,
+    settings: ImportSettings,
+    limits: ImportLimits,
+    batch_rows: int = STAGE_BATCH_ROWS,
+) -> StagingOutcome:
+    """Parse and stage the whole body. Raises :class:`HeaderRejected` (the file does not fit the mapping),
+    :class:`UploadTooLarge` or :class:`ImportLimitError`; rows already staged stay for the caller to discard."""
+    reader = RecordReader(
+        format=settings.format,
+        delimiter=settings.delimiter,
+        encoding=settings.encoding,
+        max_record_chars=max_record_chars(limits),
+    )
+    builder = RowBuilder(settings, limits)
+    writer = _BatchWriter(uow, import_id)
+    pending: list[StagedRow] = []
+    received = 0
+    rows = 0
+
+    def take(records: list[ParsedRecord]) -> None:
+        nonlocal rows
+        start = 0
+        if records and builder.awaiting_header:
+            builder.header(records[0])
+            start = 1
+        build = builder.build
+        for index in range(start, len(records)):
+            pending.append(build(records[index]))
+        rows += len(records) - start
+        if rows > limits.max_rows:
+            raise ImportLimitError(f"the file has more than {limits.max_rows} rows")
+
+    try:
+        async for chunk in chunks:
+            received += len(chunk)
+            if received > limits.max_bytes:
+                raise UploadTooLarge(f"the file is larger than the import limit of {limits.max_bytes} bytes")
+            take(reader.feed(chunk))
+            while len(pending) >= batch_rows:
+                await writer.write(pending[:batch_rows])
+                del pending[:batch_rows]
+        take(reader.finish())
+        if builder.awaiting_header:
+            raise HeaderRejected("the file is empty: no header line was found")
+        if pending:
+            await writer.write(pending)
+            pending = []
+        await writer.drain()
+    except RecordTooLong as exc:
+        await writer.abandon()
+        raise ImportLimitError(str(exc)) from None
+    except BaseException:
+        await writer.abandon()
+        raise
+    return StagingOutcome(builder.source_columns, builder.fields, rows)

@@ -1,0 +1,273 @@
+"""CSV/TXT imports through the API: streamed staging, exact counts, preview, error CSV, commit, recipients."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from tests.helpers_app import RunningApp
+from tests.integration.api._support import default_workspace, service
+from tests.integration.api._support_content import (
+    commit,
+    create_audience,
+    expect,
+    import_url,
+    start_import,
+    upload,
+    ws_url,
+)
+
+LONG_NAME = "N" * 5000  # over the default 4096-character field limit
+
+MIXED_CSV = (
+    "mobile,name\r\n"
+    "13800000001,Ann\r\n"  # line 2: accepted
+    '13800000002,"Bob\nSecond line"\r\n'  # lines 3-4: accepted, quoted multi-line field
+    "13800000003\r\n"  # line 5: a column missing
+    "13800000004,Dan,extra\r\n"  # line 6: one column too many
+    f"13800000005,{LONG_NAME}\r\n"  # line 7: field too long
+    ",Eve\r\n"  # line 8: the item id is empty
+    "13800000001,Ann again\r\n"  # line 9: duplicate of line 2
+    "=1+2,Formula,cell\r\n"  # line 10: rejected; its raw line starts a spreadsheet formula
+    "13800000007,Gus\r\n"  # line 11: accepted
+).encode() + b"13800000008,\xff\xfe bad byte\r\n"  # line 12: not UTF-8
+
+
+def bulk_csv(good: int, bad: int) -> bytes:
+    rows = [f"1390000{i:04d},Bulk {i}" for i in range(good)] + [f"1391000{i:04d},x,y" for i in range(bad)]
+    return MIXED_CSV + "".join(row + "\n" for row in rows).encode()
+
+
+async def staged_import(
+    app: RunningApp, ws: str, data: bytes, **settings: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    audience = await create_audience(app, ws)
+    started = await start_import(app, ws, audience["id"], **({"itemIdField": "mobile"} | settings))
+    assert started["state"] == "CREATED"
+    staged = expect(await upload(app, ws, audience["id"], started["id"], data), 200)
+    return audience, staged
+
+
+async def test_mixed_file_is_staged_with_exact_counts_preview_and_error_download(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience, staged = await staged_import(app, ws, bulk_csv(good=25, bad=25))
+        assert staged["state"] == "STAGED"
+        assert staged["counts"] == {
+            "totalRows": 60,
+            "acceptedRows": 28,
+            "rejectedRows": 31,
+            "duplicateRows": 1,
+        }
+
+        preview = expect(
+            await app.client.get(
+                import_url(ws, audience["id"], staged["id"], "preview"), headers=app.admin()
+            ),
+            200,
+        )
+        assert preview["columns"] == ["mobile", "name"]
+        assert len(preview["accepted"]) == 20
+        assert len(preview["rejected"]) == 20
+        assert preview["accepted"][1] == {
+            "lineNumber": 3,
+            "itemId": "13800000002",
+            "fields": {"mobile": "13800000002", "name": "Bob\nSecond line"},
+        }
+        codes = {row["lineNumber"]: row["code"] for row in preview["rejected"]}
+        assert {k: codes[k] for k in (5, 6, 7, 8, 9, 10, 12)} == {
+            5: "COLUMN_COUNT",
+            6: "COLUMN_COUNT",
+            7: "FIELD_TOO_LONG",
+            8: "MISSING_FIELD",
+            9: "DUPLICATE_ITEM_KEY",
+            10: "COLUMN_COUNT",
+            12: "INVALID_ENCODING",
+        }
+        formula = next(row for row in preview["rejected"] if row["lineNumber"] == 10)
+        assert formula["raw"] == "'=1+2,Formula,cell"
+
+        download = await app.client.get(
+            import_url(ws, audience["id"], staged["id"], "errors"), headers=app.admin()
+        )
+        assert download.status_code == 200
+        assert download.headers["content-type"].startswith("text/csv")
+        assert "attachment" in download.headers["content-disposition"]
+        table = list(csv.reader(io.StringIO(download.text)))
+        assert table[0] == ["lineNumber", "code", "reason", "raw"]
+        assert len(table) == 1 + 32
+        by_line = {int(row[0]): row for row in table[1:]}
+        assert by_line[10][3] == "'=1+2,Formula,cell"
+        assert by_line[9][1] == "DUPLICATE_ITEM_KEY"
+        assert by_line[12][3] == "13800000008,\ufffd\ufffd bad byte"
+        assert by_line[7][3].startswith("13800000005,NNN")
+
+
+async def test_commit_creates_an_immutable_snapshot_whose_recipients_page_in_sequence(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience, staged = await staged_import(app, ws, MIXED_CSV)
+        headers = {**app.admin(), "Idempotency-Key": "commit-1"}
+        url = import_url(ws, audience["id"], staged["id"], "commit")
+        committed = await app.client.post(url, headers=headers, json={"version": audience["version"]})
+        snapshot = expect(committed, 201)
+        assert committed.headers["location"].endswith(f"/audience-snapshots/{snapshot['id']}")
+        assert (snapshot["revision"], snapshot["recipientCount"], snapshot["fields"]) == (
+            1,
+            3,
+            ["mobile", "name"],
+        )
+        assert snapshot["sourceImportId"] == staged["id"]
+        replay = await app.client.post(url, headers=headers, json={"version": audience["version"]})
+        assert replay.json() == snapshot
+        again = await app.client.post(url, headers=app.admin(), json={"version": audience["version"] + 1})
+        assert (again.status_code, again.json()["code"]) == (409, "IMPORT_STATE_CONFLICT")
+
+        after = expect(
+            await app.client.get(ws_url(ws, "audiences", audience["id"]), headers=app.admin()), 200
+        )
+        assert (after["latestSnapshotId"], after["latestRevision"], after["recipientCount"]) == (
+            snapshot["id"],
+            1,
+            3,
+        )
+        imported = expect(
+            await app.client.get(import_url(ws, audience["id"], staged["id"]), headers=app.admin()), 200
+        )
+        assert (imported["state"], imported["snapshotId"]) == ("COMMITTED", snapshot["id"])
+
+        recipients = [r async for r in _all_recipients(app, ws, snapshot["id"], limit=2)]
+        assert [(r["sequence"], r["itemId"]) for r in recipients] == [
+            (1, "13800000001"),
+            (2, "13800000002"),
+            (3, "13800000007"),
+        ]
+        assert recipients[1]["fields"] == {"mobile": "13800000002", "name": "Bob\nSecond line"}
+
+
+async def _all_recipients(
+    app: RunningApp, ws: str, snapshot_id: str, *, limit: int
+) -> AsyncIterator[dict[str, Any]]:
+    url = ws_url(ws, "audience-snapshots", snapshot_id, "recipients")
+    params: dict[str, Any] = {"limit": limit}
+    while True:
+        page = expect(await app.client.get(url, headers=app.admin(), params=params), 200)
+        assert len(page["items"]) <= limit
+        for item in page["items"]:
+            yield item
+        if not page["page"]["hasMore"]:
+            return
+        params = {"limit": limit, "cursor": page["page"]["nextCursor"]}
+
+
+async def test_a_second_commit_rechecks_the_audience_version_and_snapshots_list_newest_first(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience, first = await staged_import(app, ws, b"mobile,name\n1,a\n")
+        expect(await commit(app, ws, audience["id"], first["id"], audience["version"]), 201)
+        second = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        expect(await upload(app, ws, audience["id"], second["id"], b"mobile,name\n1,a\n2,b\n"), 200)
+        stale = await commit(app, ws, audience["id"], second["id"], audience["version"])
+        assert (stale.status_code, stale.json()["code"]) == (409, "VERSION_CONFLICT")
+        current = expect(
+            await app.client.get(ws_url(ws, "audiences", audience["id"]), headers=app.admin()), 200
+        )
+        newer = expect(await commit(app, ws, audience["id"], second["id"], current["version"]), 201)
+        assert (newer["revision"], newer["recipientCount"]) == (2, 2)
+
+        url = ws_url(ws, "audiences", audience["id"], "snapshots")
+        page = expect(await app.client.get(url, headers=app.admin(), params={"limit": 1}), 200)
+        assert [s["revision"] for s in page["items"]] == [2]
+        rest = expect(
+            await app.client.get(
+                url, headers=app.admin(), params={"limit": 1, "cursor": page["page"]["nextCursor"]}
+            ),
+            200,
+        )
+        assert ([s["revision"] for s in rest["items"]], rest["page"]["hasMore"]) == ([1], False)
+        got = expect(
+            await app.client.get(ws_url(ws, "audience-snapshots", newer["id"]), headers=app.admin()), 200
+        )
+        assert got == newer
+
+
+async def test_txt_import_reads_one_value_per_line_and_dedupes_on_it(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(
+            app,
+            ws,
+            audience["id"],
+            format="TXT",
+            hasHeader=False,
+            fieldMapping={"1": "mobile"},
+            dedupeKeys=["mobile"],
+        )
+        body = b"13800000001\n\n 13800000002 \n13800000001\n"
+        staged = expect(
+            await upload(app, ws, audience["id"], started["id"], body, media_type="text/plain"), 200
+        )
+        assert staged["counts"] == {"totalRows": 3, "acceptedRows": 2, "rejectedRows": 0, "duplicateRows": 1}
+        snapshot = expect(await commit(app, ws, audience["id"], started["id"], audience["version"]), 201)
+        page = expect(
+            await app.client.get(
+                ws_url(ws, "audience-snapshots", snapshot["id"], "recipients"), headers=app.admin()
+            ),
+            200,
+        )
+        assert [(r["itemId"], r["fields"]) for r in page["items"]] == [
+            ("13800000001", {"mobile": "13800000001"}),
+            ("13800000002", {"mobile": "13800000002"}),
+        ]
+
+
+async def test_a_file_that_does_not_fit_the_mapping_fails_the_import(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], fieldMapping={"Phone": "mobile"})
+        failed = expect(await upload(app, ws, audience["id"], started["id"], b"mobile,name\n1,a\n"), 200)
+        assert failed["state"] == "FAILED"
+        assert "Phone" in failed["failureReason"]
+        refused = await commit(app, ws, audience["id"], started["id"], audience["version"])
+        assert (refused.status_code, refused.json()["code"]) == (409, "IMPORT_STATE_CONFLICT")
+        preview = await app.client.get(
+            import_url(ws, audience["id"], started["id"], "preview"), headers=app.admin()
+        )
+        assert preview.status_code == 409
+
+
+async def test_content_is_accepted_once_and_preview_needs_staged_rows(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"])
+        early = await app.client.get(
+            import_url(ws, audience["id"], started["id"], "preview"), headers=app.admin()
+        )
+        assert (early.status_code, early.json()["code"]) == (409, "IMPORT_STATE_CONFLICT")
+        expect(await upload(app, ws, audience["id"], started["id"], b"mobile,name\n1,a\n"), 200)
+        twice = await upload(app, ws, audience["id"], started["id"], b"mobile,name\n2,b\n")
+        assert (twice.status_code, twice.json()["code"]) == (409, "IMPORT_STATE_CONFLICT")
+        other = await create_audience(app, ws, "other")
+        elsewhere = await app.client.get(import_url(ws, other["id"], started["id"]), headers=app.admin())
+        assert elsewhere.status_code == 404
+
+
+async def test_import_settings_are_validated_before_any_content(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        response = await app.client.post(
+            import_url(ws, audience["id"]),
+            headers=app.admin(),
+            json={"format": "CSV", "fieldMapping": {"Mobile": "mobile"}, "itemIdField": "email"},
+        )
+        assert (response.status_code, response.json()["code"]) == (400, "VALIDATION_FAILED")
+        assert [e["field"] for e in response.json()["errors"]] == ["/itemIdField"]

@@ -1,0 +1,93 @@
+"""Import limits: size, rows, columns and line length stop the upload with 413; long fields reject rows."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from tests.helpers_app import RunningApp
+from tests.integration.api._support import default_workspace, service
+from tests.integration.api._support_content import create_audience, expect, import_url, start_import, upload
+
+LIMITS: dict[str, str] = {
+    "WEPUSH_IMPORTS_MAX_ROWS": "3",
+    "WEPUSH_IMPORTS_MAX_COLUMNS": "3",
+    "WEPUSH_IMPORTS_MAX_FIELD_LENGTH": "8",
+}
+
+
+async def _refused(app: RunningApp, ws: str, body: bytes | AsyncIterator[bytes], code: str) -> str:
+    """Upload ``body``, expect 413 with ``code``; return the failure reason the import now shows."""
+    audience = await create_audience(app, ws)
+    started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+    response = await upload(app, ws, audience["id"], started["id"], body)
+    assert response.status_code == 413, response.text
+    assert response.json()["code"] == code
+    failed = expect(
+        await app.client.get(import_url(ws, audience["id"], started["id"]), headers=app.admin()), 200
+    )
+    assert failed["state"] == "FAILED"
+    assert failed["counts"]["totalRows"] == 0
+    preview = await app.client.get(
+        import_url(ws, audience["id"], started["id"], "preview"), headers=app.admin()
+    )
+    assert preview.status_code == 409
+    return str(failed["failureReason"])
+
+
+async def test_more_rows_than_allowed_fail_the_import(tmp_path: Path) -> None:
+    async with service(tmp_path, catalog=None, **LIMITS) as app:
+        ws = await default_workspace(app)
+        body = b"mobile,name\n" + b"".join(b"%d,n\n" % i for i in range(1, 6))
+        reason = await _refused(app, ws, body, "IMPORT_LIMIT_EXCEEDED")
+        assert "more than 3 rows" in reason
+
+
+async def test_more_columns_than_allowed_fail_the_import(tmp_path: Path) -> None:
+    async with service(tmp_path, catalog=None, **LIMITS) as app:
+        ws = await default_workspace(app)
+        reason = await _refused(app, ws, b"mobile,name,a,b\n1,n,a,b\n", "IMPORT_LIMIT_EXCEEDED")
+        assert "at most 3" in reason
+
+
+async def test_a_line_without_end_fails_the_import_instead_of_being_buffered(tmp_path: Path) -> None:
+    async with service(tmp_path, catalog=None, **LIMITS) as app:
+        ws = await default_workspace(app)
+
+        async def endless_line() -> AsyncIterator[bytes]:
+            yield b"mobile,name\n1,"
+            for _ in range(40):
+                yield b"x" * 4096
+
+        reason = await _refused(app, ws, endless_line(), "IMPORT_LIMIT_EXCEEDED")
+        assert "longer than" in reason
+
+
+async def test_a_field_over_the_length_limit_rejects_only_its_row(tmp_path: Path) -> None:
+    async with service(tmp_path, catalog=None, **LIMITS) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        body = b"mobile,name\n1,12345678\n2,123456789\n"
+        staged = expect(await upload(app, ws, audience["id"], started["id"], body), 200)
+        assert staged["counts"] == {"totalRows": 2, "acceptedRows": 1, "rejectedRows": 1, "duplicateRows": 0}
+        preview = expect(
+            await app.client.get(
+                import_url(ws, audience["id"], started["id"], "preview"), headers=app.admin()
+            ),
+            200,
+        )
+        assert [(r["lineNumber"], r["code"]) for r in preview["rejected"]] == [(3, "FIELD_TOO_LONG")]
+
+
+async def test_a_body_over_the_byte_limit_is_payload_too_large(tmp_path: Path) -> None:
+    async with service(tmp_path, WEPUSH_IMPORTS_MAX_BYTES="10000") as app:
+        ws = await default_workspace(app)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b"mobile,name\n"
+            for i in range(100):
+                yield b"".join(b"%d%03d,n\n" % (i, j) for j in range(100))
+
+        reason = await _refused(app, ws, chunks(), "PAYLOAD_TOO_LARGE")
+        assert "10000 bytes" in reason

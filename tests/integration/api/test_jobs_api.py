@@ -1,0 +1,154 @@
+"""Jobs through the API: references checked in the workspace, effective policies, versions, deletion rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.integration.api._support import default_workspace, service, uow
+from tests.integration.api._support_content import (
+    HTTP_CONTENT,
+    create_message,
+    expect,
+    job_body,
+    job_world,
+    ws_url,
+)
+from wepush.server.domain import Account, utc_now
+
+
+async def test_a_job_is_created_with_effective_policies_and_updated_by_version(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        world = await job_world(app, ws)
+        policies = {"concurrency": {"max": 50, "target": 20}, "retry": {"maxAttempts": 2, "jitter": "PT0.5S"}}
+        response = await app.client.post(
+            ws_url(ws, "jobs"), headers=app.admin(), json=job_body(world, policies=policies)
+        )
+        job = expect(response, 201)
+        assert response.headers["location"].endswith(f"/jobs/{job['id']}")
+        assert (job["providerId"], job["messageRevision"], job["version"]) == ("wepush.http", 1, 1)
+        assert job["policies"]["concurrency"] == {"min": 1, "max": 50, "target": 20}
+        assert job["policies"]["retry"]["maxAttempts"] == 2
+        assert job["policies"]["retry"]["jitter"] == "PT0.5S"
+        assert job["policies"]["timeout"]["item"]
+        assert expect(await app.client.get(ws_url(ws, "jobs", job["id"]), headers=app.admin()), 200) == job
+
+        await app.client.post(
+            ws_url(ws, "messages", world["messageId"], "revisions"),
+            headers=app.admin(),
+            json={"content": {**HTTP_CONTENT, "path": "/v2"}, "basedOnRevision": 1},
+        )
+        url = ws_url(ws, "jobs", job["id"])
+        updated = expect(
+            await app.client.put(
+                url, headers=app.admin(), json=job_body(world, messageRevision=2, version=1)
+            ),
+            200,
+        )
+        assert (updated["messageRevision"], updated["version"]) == (2, 2)
+        assert updated["policies"]["concurrency"] == {"min": 1, "max": 32, "target": 8}
+        stale = await app.client.put(url, headers=app.admin(), json=job_body(world, version=1))
+        assert (stale.status_code, stale.json()["code"]) == (409, "VERSION_CONFLICT")
+
+        listed = expect(
+            await app.client.get(ws_url(ws, "jobs"), headers=app.admin(), params={"name": "WEEK"}), 200
+        )
+        assert [j["id"] for j in listed["items"]] == [job["id"]]
+
+
+async def _errors(response: Any) -> list[tuple[str, str]]:
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["code"] == "VALIDATION_FAILED"
+    return [(e["field"], e["code"]) for e in body["errors"]]
+
+
+async def test_job_validation_names_each_bad_field(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        world = await job_world(app, ws)
+        url = ws_url(ws, "jobs")
+
+        async def post(**changes: Any) -> list[tuple[str, str]]:
+            return await _errors(
+                await app.client.post(url, headers=app.admin(), json=job_body({**world, **changes}))
+            )
+
+        assert await post(accountId="no-such-account") == [("/accountId", "NOT_FOUND")]
+        assert await post(audienceSnapshotId="no-such-snapshot") == [("/audienceSnapshotId", "NOT_FOUND")]
+        assert await _errors(
+            await app.client.post(url, headers=app.admin(), json=job_body(world, messageRevision=9))
+        ) == [("/messageRevision", "NOT_FOUND")]
+
+        now = utc_now()
+        other = Account(
+            workspace_id=ws,
+            name="fake account",
+            provider_id="wepush.fake",
+            provider_version="1.0.0",
+            config={},
+            schema_version="1",
+            created_at=now,
+            updated_at=now,
+        )
+        async with uow(app)() as tx:
+            await tx.accounts.add(other)
+        assert await post(accountId=other.id) == [("/messageId", "PROVIDER_MISMATCH")]
+
+        inconsistent = await app.client.post(
+            url, headers=app.admin(), json=job_body(world, policies={"concurrency": {"min": 10, "max": 5}})
+        )
+        assert ("/policies/concurrency/max", "OUT_OF_RANGE") in await _errors(inconsistent)
+        jitter = await app.client.post(
+            url,
+            headers=app.admin(),
+            json=job_body(world, policies={"retry": {"initialDelay": "PT1S", "jitter": "PT2S"}}),
+        )
+        assert await _errors(jitter) == [("/policies/retry/jitter", "OUT_OF_RANGE")]
+        assert expect(await app.client.get(url, headers=app.admin()), 200)["items"] == []
+
+
+async def test_referenced_resources_cannot_be_deleted_until_the_job_is_gone(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        world = await job_world(app, ws)
+        headers = {**app.admin(), "Idempotency-Key": "job-1"}
+        job = expect(await app.client.post(ws_url(ws, "jobs"), headers=headers, json=job_body(world)), 201)
+        replay = expect(await app.client.post(ws_url(ws, "jobs"), headers=headers, json=job_body(world)), 201)
+        assert replay == job
+
+        message_url = ws_url(ws, "messages", world["messageId"])
+        in_use = await app.client.delete(message_url, headers=app.admin())
+        assert (in_use.status_code, in_use.json()["code"]) == (409, "RESOURCE_IN_USE")
+        snapshot = expect(
+            await app.client.get(
+                ws_url(ws, "audience-snapshots", world["audienceSnapshotId"]), headers=app.admin()
+            ),
+            200,
+        )
+        audience_url = ws_url(ws, "audiences", snapshot["audienceId"])
+        assert (await app.client.delete(audience_url, headers=app.admin())).status_code == 409
+
+        assert (
+            await app.client.delete(ws_url(ws, "jobs", job["id"]), headers=app.admin())
+        ).status_code == 204
+        assert (await app.client.get(ws_url(ws, "jobs", job["id"]), headers=app.admin())).status_code == 404
+        assert (await app.client.delete(message_url, headers=app.admin())).status_code == 204
+        assert (await app.client.delete(audience_url, headers=app.admin())).status_code == 204
+
+
+async def test_an_update_is_validated_like_a_create(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        world = await job_world(app, ws)
+        job = expect(
+            await app.client.post(ws_url(ws, "jobs"), headers=app.admin(), json=job_body(world)), 201
+        )
+        message = await create_message(app, ws, "second")
+        response = await app.client.put(
+            ws_url(ws, "jobs", job["id"]),
+            headers=app.admin(),
+            json=job_body({**world, "messageId": message["id"]}, messageRevision=4, version=1),
+        )
+        assert await _errors(response) == [("/messageRevision", "NOT_FOUND")]

@@ -1,0 +1,1 @@
+"""Unit tests of the CSV/TXT import pipeline (parser, row checks, settings)."""

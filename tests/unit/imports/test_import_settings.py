@@ -1,0 +1,70 @@
+"""Import settings are checked before any file is read; each problem names its request field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from wepush.server.application._deps import ImportLimits
+from wepush.server.application._import_settings import ImportSettings
+from wepush.server.application.errors import ValidationFailed
+from wepush.server.domain import ImportFormat
+
+LIMITS = ImportLimits(max_bytes=1 << 30, max_rows=1000, max_columns=3, max_field_length=100)
+
+
+def problems(**settings: Any) -> set[tuple[str, str]]:
+    options: dict[str, Any] = {"format": ImportFormat.CSV, "field_mapping": {"Mobile": "mobile"}}
+    options.update(settings)
+    return {(issue.field, issue.code) for issue in ImportSettings(**options).issues(LIMITS)}
+
+
+def test_consistent_settings_have_no_problems_and_round_trip_through_options() -> None:
+    settings = ImportSettings(
+        format=ImportFormat.CSV,
+        field_mapping={"Mobile": "mobile", "Name": "name"},
+        delimiter=";",
+        encoding="utf-8-sig",
+        item_id_field="mobile",
+    )
+    assert settings.issues(LIMITS) == []
+    assert ImportSettings.from_options(ImportFormat.CSV, settings.to_options()) == settings
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"item_id_field": "email"}, ("/itemIdField", "UNKNOWN_FIELD")),
+        ({"dedupe_keys": ("email",)}, ("/dedupeKeys/0", "UNKNOWN_FIELD")),
+        ({"field_mapping": {"A": "x", "B": "x"}}, ("/fieldMapping/B", "DUPLICATE_FIELD")),
+        ({"has_header": False}, ("/fieldMapping/Mobile", "NOT_A_POSITION")),
+        ({"delimiter": '"'}, ("/delimiter", "INVALID_DELIMITER")),
+        ({"encoding": "latin-1"}, ("/encoding", "NOT_ALLOWED")),
+        ({"field_mapping": {"a": "a", "b": "b", "c": "c", "d": "d"}}, ("/fieldMapping", "TOO_MANY_FIELDS")),
+        (
+            {"format": ImportFormat.TXT, "field_mapping": {"a": "a", "b": "b"}},
+            ("/fieldMapping", "TXT_SINGLE_COLUMN"),
+        ),
+        (
+            {
+                "field_mapping": {"Mobile": "mobile", "Name": "name"},
+                "item_id_field": "mobile",
+                "dedupe_keys": ("name",),
+            },
+            ("/dedupeKeys", "CONFLICTS_WITH_ITEM_ID"),
+        ),
+    ],
+)
+def test_each_inconsistency_is_reported_on_its_field(
+    settings: dict[str, Any], expected: tuple[str, str]
+) -> None:
+    assert expected in problems(**settings)
+
+
+def test_validate_raises_validation_failed_with_every_issue() -> None:
+    with pytest.raises(ValidationFailed) as raised:
+        ImportSettings(
+            format=ImportFormat.CSV, field_mapping={"Mobile": "mobile"}, item_id_field="x", dedupe_keys=("y",)
+        ).validate(LIMITS)
+    assert {issue.field for issue in raised.value.issues} == {"/itemIdField", "/dedupeKeys/0", "/dedupeKeys"}

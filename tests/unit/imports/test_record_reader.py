@@ -1,0 +1,106 @@
+"""The streaming reader: records are the same whatever the chunk boundaries, and bad bytes stay local."""
+
+from __future__ import annotations
+
+import pytest
+
+from wepush.server.application._import_parser import ParsedRecord, RecordReader, RecordTooLong
+from wepush.server.domain import ImportFormat
+
+
+def read(
+    data: bytes,
+    *,
+    chunk: int,
+    fmt: ImportFormat = ImportFormat.CSV,
+    delimiter: str = ",",
+    encoding: str = "utf-8",
+    max_record_chars: int = 1 << 20,
+) -> list[ParsedRecord]:
+    reader = RecordReader(
+        format=fmt, delimiter=delimiter, encoding=encoding, max_record_chars=max_record_chars
+    )
+    records: list[ParsedRecord] = []
+    for start in range(0, len(data), chunk):
+        records.extend(reader.feed(data[start : start + chunk]))
+    records.extend(reader.finish())
+    return records
+
+
+SAMPLE = (
+    'mobile,name\r\n13800000001,"Ann ""the first"""\r\n\r\n13800000002,"two\nline\nname"\n'
+    "13800000003,Zoë\n13800000004,no newline at end"
+).encode()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 16])
+def test_records_do_not_depend_on_chunk_boundaries(chunk: int) -> None:
+    records = read(SAMPLE, chunk=chunk)
+    assert [(r.line_number, r.values, r.problem) for r in records] == [
+        (1, ["mobile", "name"], None),
+        (2, ["13800000001", 'Ann "the first"'], None),
+        (4, ["13800000002", "two\nline\nname"], None),
+        (7, ["13800000003", "Zoë"], None),
+        (8, ["13800000004", "no newline at end"], None),
+    ]
+    assert records[2].raw == '13800000002,"two\nline\nname"\n'
+
+
+def test_an_invalid_byte_marks_only_its_own_record() -> None:
+    records = read(b"a,b\n1,\xff\xfe\n2,ok\n", chunk=3)
+    assert [(r.line_number, r.problem) for r in records] == [(1, None), (2, "INVALID_ENCODING"), (3, None)]
+
+
+def test_a_multibyte_character_split_across_chunks_is_decoded() -> None:
+    records = read("x\n名前\n".encode(), chunk=1)
+    assert [r.values for r in records] == [["x"], ["名前"]]
+    assert all(r.problem is None for r in records)
+
+
+def test_nul_characters_are_flagged_because_no_database_stores_them() -> None:
+    [record] = read(b"a\x00b,c\n", chunk=100)
+    assert record.problem == "INVALID_CHARACTER"
+
+
+def test_utf8_sig_strips_the_byte_order_mark_and_utf8_keeps_it() -> None:
+    data = b"\xef\xbb\xbfmobile\n1\n"
+    assert read(data, chunk=2, encoding="utf-8-sig")[0].values == ["mobile"]
+    assert read(data, chunk=2, encoding="utf-8")[0].values == ["\ufeffmobile"]
+
+
+def test_malformed_quotes_reject_the_record_and_reading_continues() -> None:
+    records = read(b'a,b\n"x"y,1\n2,3\n', chunk=4)
+    assert [(r.line_number, r.values, r.problem) for r in records] == [
+        (1, ["a", "b"], None),
+        (2, None, "MALFORMED_CSV"),
+        (3, ["2", "3"], None),
+    ]
+
+
+def test_a_quote_never_closed_is_one_malformed_record_at_the_end() -> None:
+    records = read(b'a,b\n1,"open\n2,3\n', chunk=5)
+    assert [(r.line_number, r.problem) for r in records] == [(1, None), (2, "MALFORMED_CSV")]
+    assert records[1].raw == '1,"open\n2,3\n'
+
+
+def test_other_delimiters_are_honoured() -> None:
+    assert read(b"a;b\n1;2\n", chunk=3, delimiter=";")[1].values == ["1", "2"]
+
+
+def test_txt_lines_are_single_stripped_values_and_blank_lines_are_skipped() -> None:
+    records = read(b"  13800000001 \r\n\n13800000002\n,not,split\n", chunk=4, fmt=ImportFormat.TXT)
+    assert [(r.line_number, r.values) for r in records] == [
+        (1, ["13800000001"]),
+        (3, ["13800000002"]),
+        (4, [",not,split"]),
+    ]
+
+
+def test_a_line_longer_than_the_bound_stops_the_import_instead_of_buffering() -> None:
+    with pytest.raises(RecordTooLong):
+        read(b"a,b\n" + b"x" * 5000, chunk=512, max_record_chars=1024)
+
+
+def test_an_unfinished_multi_line_record_is_bounded_too() -> None:
+    with pytest.raises(RecordTooLong):
+        read(b'a,"' + b"line\n" * 1000 + b'"\n', chunk=256, max_record_chars=1024)
