@@ -19,12 +19,16 @@ def parse_duration(text: str) -> timedelta:
     if match is None or text.strip().upper() in {"P", "PT"} or text.strip().upper().endswith("T"):
         raise ValueError(f"not an ISO-8601 day-time duration: {text!r}")
     parts = {name: float(value) for name, value in match.groupdict().items() if value is not None}
-    return timedelta(
-        days=parts.get("days", 0.0),
-        hours=parts.get("hours", 0.0),
-        minutes=parts.get("minutes", 0.0),
-        seconds=parts.get("seconds", 0.0),
-    )
+    try:
+        return timedelta(
+            days=parts.get("days", 0.0),
+            hours=parts.get("hours", 0.0),
+            minutes=parts.get("minutes", 0.0),
+            seconds=parts.get("seconds", 0.0),
+        )
+    except OverflowError:
+        # timedelta tops out near 2.7 million years; anything longer is a typo, not a timeout.
+        raise ValueError(f"duration out of range: {text!r}") from None
 
 
 def format_duration(value: timedelta) -> str:

@@ -30,13 +30,20 @@ def _invalid(issues: list[FieldIssue]) -> ValidationFailed:
     return ValidationFailed("The execution policies are invalid or inconsistent.", issues)
 
 
+def _duration(value: Any, where: str) -> timedelta:
+    try:
+        return parse_duration(str(value))
+    except ValueError as error:
+        raise _invalid([FieldIssue(f"{_BASE}/{where}", "MALFORMED", str(error))]) from None
+
+
 def policies_from_request(requested: Mapping[str, Any] | None) -> JsonObject:
     """Fill the service defaults into the requested policies and validate them; 400 names each field."""
     document: dict[str, Any] = {key: dict(value) for key, value in (requested or {}).items()}
     retry = document.get("retry")
     if retry is not None and "jitter" in retry:
-        initial = parse_duration(str(retry.get("initialDelay", _DEFAULT_INITIAL_DELAY)))
-        jitter = parse_duration(str(retry["jitter"]))
+        initial = _duration(retry.get("initialDelay", _DEFAULT_INITIAL_DELAY), "retry/initialDelay")
+        jitter = _duration(retry["jitter"], "retry/jitter")
         if jitter > initial:
             raise _invalid(
                 [FieldIssue(_BASE + "/retry/jitter", "OUT_OF_RANGE", "must not exceed retry.initialDelay")]

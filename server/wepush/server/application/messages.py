@@ -47,9 +47,17 @@ class MessageService:
         self._deps = deps
         self._schemas = SchemaValidators()
 
-    def check_content(self, provider_id: str, content: JsonObject) -> None:
-        """Raise 503 / 400 / 422 unless ``provider_id`` is available and accepts ``content``."""
+    def check_content(self, provider_id: str, content: JsonObject, *, chosen: bool = False) -> None:
+        """Raise 503 / 400 / 422 unless ``provider_id`` is available and accepts ``content``.
+
+        ``chosen``: the client names the provider of a new message, so an unknown id is the request's
+        fault (400); for an existing message a provider gone from the catalog is 503."""
         factory = self._deps.catalog.get(provider_id)
+        if factory is None and chosen:
+            raise ValidationFailed(
+                f"No provider {provider_id!r} in the catalog.",
+                [FieldIssue("/providerId", "UNKNOWN_PROVIDER", "is not a provider of this Service")],
+            )
         if factory is None:
             raise ProviderNotAvailable(provider_id)
         descriptor = factory.descriptor()
@@ -131,7 +139,7 @@ class MessageService:
         trace_id: str | None = None,
     ) -> Outcome:
         await self._authorize(principal, workspace_id, Role.OPERATOR, "message.create", trace_id=trace_id)
-        self.check_content(provider_id, content)
+        self.check_content(provider_id, content, chosen=True)
         now = self._deps.clock()
         async with self._deps.uow() as uow:
 
