@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 
 from sqlalchemy import String, Text, delete, func, insert, literal, select, type_coerce, update
 from sqlalchemy.dialects import sqlite
@@ -59,6 +59,10 @@ _STAGED_COLUMNS = tuple(audience_import_row.c.keys())
 # Compiled once: the staging executemany sends this text with plain tuples in ``_STAGED_COLUMNS`` order.
 _STAGE_SQLITE = str(insert(audience_import_row).compile(dialect=sqlite.dialect()))
 _CHECKSUM_CHUNK = 5000
+_ACCEPTED_PG = (
+    "SELECT item_key, fields_json::text FROM audience_import_row "
+    "WHERE import_id = $1 AND status = $2 ORDER BY line_number"
+)
 # The same text as ``canonical_json`` (same options), without building an encoder for every row.
 _canonical_encoder = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -363,27 +367,34 @@ class SqlAudienceImportRepository(SqlRepository):
         from the database in chunks so memory stays flat for any audience size."""
         digest = hashlib.sha256()
         count = 0
+        async for chunk in self._accepted_lines(import_id):
+            digest.update("".join(chunk).encode())
+            count += len(chunk)
+        return digest.hexdigest(), count
+
+    async def _accepted_lines(self, import_id: str) -> AsyncIterator[list[str]]:
+        """``item_key TAB canonical-fields LF`` of the accepted rows in line order, a chunk at a time."""
+        if self._is_postgresql:
+            # JSONB has its own text form, so each document is parsed and re-encoded canonically. The
+            # driver's own cursor (inside the unit of work's transaction) skips a per-row result layer.
+            driver = (await self._conn.get_raw_connection()).driver_connection
+            assert driver is not None
+            cursor = await driver.cursor(_ACCEPTED_PG, import_id, StagedRowStatus.ACCEPTED.value)
+            encode, parse = _canonical_encoder.encode, json.loads
+            while records := await cursor.fetch(_CHECKSUM_CHUNK):
+                yield [f"{key}\t{encode(parse(text))}\n" for key, text in records]
+            return
+        # SQLite stores the canonical text itself: hash it as stored.
         staged = audience_import_row
-        # SQLite stores the canonical text itself: hash it as stored instead of parsing and re-encoding
-        # every row. PostgreSQL's JSONB has its own text form, so there the documents are re-encoded.
-        as_stored = not self._is_postgresql
-        fields = type_coerce(staged.c.fields_json, Text()) if as_stored else staged.c.fields_json
         stmt = (
-            select(staged.c.item_key, fields)
+            select(staged.c.item_key, type_coerce(staged.c.fields_json, Text()))
             .where(staged.c.import_id == import_id, staged.c.status == StagedRowStatus.ACCEPTED.value)
             .order_by(staged.c.line_number)
             .execution_options(yield_per=_CHECKSUM_CHUNK)
         )
         result = await self._conn.stream(stmt)
-        update_digest = digest.update
-        encode = _canonical_encoder.encode
         async for chunk in result.partitions(_CHECKSUM_CHUNK):
-            if as_stored:
-                update_digest("".join(f"{key}\t{text}\n" for key, text in chunk).encode())
-            else:
-                update_digest("".join(f"{key}\t{encode(doc)}\n" for key, doc in chunk).encode())
-            count += len(chunk)
-        return digest.hexdigest(), count
+            yield [f"{key}\t{text}\n" for key, text in chunk]
 
     async def discard_staging(self, import_id: str) -> int:
         result = await self._conn.execute(
