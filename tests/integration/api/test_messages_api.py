@@ -97,7 +97,8 @@ async def test_content_is_checked_by_schema_then_by_the_provider(tmp_path: Path)
         assert [e["field"] for e in semantic["errors"]] == ["/content/bodyTemplate"]
 
         unknown = await create("wepush.nowhere", {})
-        assert (unknown["status"], unknown["code"]) == (503, "PROVIDER_NOT_AVAILABLE")
+        assert (unknown["status"], unknown["code"]) == (400, "VALIDATION_FAILED")
+        assert [(e["field"], e["code"]) for e in unknown["errors"]] == [("/providerId", "UNKNOWN_PROVIDER")]
 
         message = await create_message(app, ws)
         revision = await app.client.post(
