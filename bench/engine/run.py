@@ -3,6 +3,10 @@
 Run from the repository root: ``.venv/bin/python -m bench.engine`` (``--quick`` for a smoke run).
 Every phase runs in a fresh subprocess (clean peak RSS, no shared warm state); the vendor
 mock runs in its own process on loopback. The last line printed is one JSON object.
+
+Each phase reports a wall-clock rate and a rate per CPU-second of its own process. On a host whose
+two CPUs are shared with other work the wall-clock rate drops with the load; the CPU rate is what
+one core delivers to the phase and is the figure to compare across runs.
 """
 
 from __future__ import annotations
@@ -72,6 +76,18 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return ordered[len(ordered) // 2]
 
 
+def _median_cpu_rate(runs: list[dict[str, Any]]) -> float:
+    rates = sorted(float(figures["items_per_cpu_s"]) for figures in runs)
+    return rates[len(rates) // 2]
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -98,15 +114,17 @@ def main() -> None:
 
     print(f"host: {_cpu_model()}, {platform.machine()}, python {platform.python_version()}")
     print(f"aiohttp {aiohttp.__version__}, httpx {httpx.__version__}, concurrency {concurrency}")
+    print(f"load average before the run: {_load()}")
     noop_big = _phase("noop", noop_count, concurrency=concurrency)
     print(
-        f"noop engine, {noop_count:,} recipients: {noop_big['items_per_s']:,.0f} items/s, peak RSS "
+        f"noop engine, {noop_count:,} recipients: {noop_big['items_per_s']:,.0f} items/s "
+        f"({noop_big['items_per_cpu_s']:,.0f} per CPU-second), peak RSS "
         f"{noop_big['peak_rss_mib']} MiB, {noop_big['progress_events']} progress events"
     )
     noop_small = _phase("noop", small_count, concurrency=concurrency)
     print(
-        f"noop engine, {small_count:,} recipients: {noop_small['items_per_s']:,.0f} items/s, peak RSS "
-        f"{noop_small['peak_rss_mib']} MiB"
+        f"noop engine, {small_count:,} recipients: {noop_small['items_per_s']:,.0f} items/s "
+        f"({noop_small['items_per_cpu_s']:,.0f} per CPU-second), peak RSS {noop_small['peak_rss_mib']} MiB"
     )
 
     vendor = MockVendor()
@@ -120,13 +138,14 @@ def main() -> None:
                 results.append(figures)
                 print(
                     f"round {round_number}: {_LABELS[name]}, {http_count:,} requests: "
-                    f"{figures['items_per_s']:,.0f} items/s"
+                    f"{figures['items_per_s']:,.0f} items/s ({figures['items_per_cpu_s']:,.0f} per CPU-second)"
                 )
         bare_httpx = _phase("httpx", httpx_count, url=vendor.url, concurrency=concurrency)
         print(f"bare httpx loop, {httpx_count:,} requests: {bare_httpx['items_per_s']:,.0f} req/s")
     finally:
         vendor.stop()
     bare_aiohttp, session, http = (_median(runs[name]) for name in ("aiohttp", "session", "http"))
+    cpu_rates = {name: _median_cpu_rate(results) for name, results in runs.items()}
     print(
         f"median of {repeat}: bare aiohttp {bare_aiohttp['items_per_s']:,.0f} req/s, provider session "
         f"{session['items_per_s']:,.0f} items/s, provider through the engine {http['items_per_s']:,.0f} items/s "
@@ -136,14 +155,19 @@ def main() -> None:
     failures = [figures for figures in everything if figures["succeeded"] != figures["items"]]
     if failures:
         print(f"WARNING: {len(failures)} phase(s) had failed items: {failures}")
+    print(f"load average after the run: {_load()}")
     summary = {
         "noop_items_per_s": noop_big["items_per_s"],
+        "noop_items_per_cpu_s": noop_big["items_per_cpu_s"],
         "http_items_per_s": http["items_per_s"],
         "bare_aiohttp_items_per_s": bare_aiohttp["items_per_s"],
         "bare_httpx_items_per_s": bare_httpx["items_per_s"],
         "http_ratio": round(http["items_per_s"] / bare_aiohttp["items_per_s"], 3),
         "provider_session_items_per_s": session["items_per_s"],
         "provider_session_ratio": round(session["items_per_s"] / bare_aiohttp["items_per_s"], 3),
+        # Per CPU-second of the client process (median over rounds): robust to other load on the host.
+        "http_cpu_ratio": round(cpu_rates["http"] / cpu_rates["aiohttp"], 3),
+        "provider_session_cpu_ratio": round(cpu_rates["session"] / cpu_rates["aiohttp"], 3),
         "p50_ms": http["p50_ms"],
         "p95_ms": http["p95_ms"],
         "p99_ms": http["p99_ms"],

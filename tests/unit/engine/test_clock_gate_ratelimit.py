@@ -112,3 +112,20 @@ async def test_unlimited_rate_limiter_never_waits() -> None:
     for _ in range(1000):
         await limiter.acquire()
     assert clock.monotonic() == 0
+
+
+async def test_rate_limiter_try_acquire_takes_only_available_tokens_and_never_jumps_the_queue() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(RateLimitPolicy(permits_per_second=2, burst=2), clock)
+    assert limiter.try_acquire()
+    assert limiter.try_acquire()
+    assert not limiter.try_acquire()
+    waiter = asyncio.create_task(limiter.acquire())
+    await clock.advance(0.25)
+    assert not waiter.done()
+    assert not limiter.try_acquire()  # a waiter is queued for the next token
+    await clock.advance(0.25)
+    assert waiter.done()
+    await clock.advance(0.5)
+    assert limiter.try_acquire()
+    assert RateLimiter(RateLimitPolicy(), clock).try_acquire()

@@ -33,6 +33,8 @@ class ResultBatcher:
         self._artifacts: ArtifactSink | None = artifact_sink
         self._clock = clock
         self._options = options
+        self._batch_size = options.result_batch_size
+        self._high_water = options.result_high_water
         self._buffer: deque[ItemResult] = deque()
         self._batch: list[ItemResult] = []
         self._wake = asyncio.Event()
@@ -51,10 +53,12 @@ class ResultBatcher:
     def add(self, result: ItemResult) -> None:
         if self.failure is not None:
             return
-        self._buffer.append(result)
-        if len(self._buffer) >= self._options.result_batch_size:
+        buffer = self._buffer
+        buffer.append(result)
+        size = len(buffer)
+        if size >= self._batch_size:
             self._wake.set()
-        if self.backlog >= self._options.result_high_water:
+        if size + len(self._batch) >= self._high_water:
             self._space.clear()
 
     def tick(self) -> None:
@@ -64,7 +68,7 @@ class ResultBatcher:
             self._wake.set()
 
     def has_capacity(self) -> bool:
-        return self.backlog < self._options.result_high_water
+        return len(self._buffer) + len(self._batch) < self._high_water
 
     async def wait_capacity(self) -> None:
         while not self.has_capacity():

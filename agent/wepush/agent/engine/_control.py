@@ -58,6 +58,9 @@ class RunControl:
         self.stop = asyncio.Event()
         self.dispatch_open = asyncio.Event()
         self.dispatch_open.set()
+        # ``dispatch_open`` is set and ``stop`` is not, as a plain attribute: the per-item checks read it
+        # instead of calling two Event methods.
+        self.dispatching = True
         self.stop_reason: StopReason | None = None
         self.state = RunState.RUNNING
         self.finishing = False
@@ -76,6 +79,7 @@ class RunControl:
             return
         self.stop_reason = reason
         self.stop.set()
+        self.dispatching = False
         self.gate.close()
         self.dispatch_open.set()
 
@@ -127,6 +131,7 @@ class RunControl:
     def _pause(self) -> None:
         self.state = RunState.PAUSED
         self.dispatch_open.clear()
+        self.dispatching = False
         self._pause_epoch += 1
         self._events.emit(RunEventType.RUN_PAUSED, {"inFlight": self.in_flight()})
         limit = self._policies.pause.max_pause_duration
@@ -137,6 +142,7 @@ class RunControl:
         self.state = RunState.RUNNING
         self._pause_epoch += 1
         self.dispatch_open.set()
+        self.dispatching = not self.stop.is_set()
         self._events.emit(RunEventType.RUN_RESUMED, {"cause": cause})
 
     def _cancel(self, reason: str) -> None:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import deque
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 from ._commands import CommandResult, RunCommand
 from ._control import RunControl, StopReason
 from ._enums import ErrorCategory, ItemState, RunEventType, RunState
-from ._items import ItemExecutor, ItemOutcome
+from ._hotpath import item_result
+from ._items import SKIPPED, UNSENT, ItemExecutor, ItemOutcome
 from ._lifecycle import RunShutdown
 from ._options import EngineOptions
 from ._ports import ExecutionPorts, RecipientSource
@@ -23,38 +22,14 @@ from ._results import Counts, ExecutionError, ItemResult, ProviderResult, RunSum
 from ._retry import AUTH_CATEGORIES, RetryRules
 from ._sessions import ProviderSessionManager
 from ._spec import RunExecutionSpec
+from ._tally import Tally
+from ._workers import ItemWorkers
 
 __all__ = ["RunCoordinator"]
 
 
-@dataclass(slots=True)
-class _Tally:
-    total: int = 0
-    pending: int = 0
-    in_flight: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    unknown: int = 0
-    unsent: int = 0
-    skipped: int = 0
-
-    def record(self, state: ItemState) -> None:
-        if state is ItemState.SUCCEEDED:
-            self.succeeded += 1
-        elif state is ItemState.FAILED:
-            self.failed += 1
-        elif state is ItemState.UNKNOWN:
-            self.unknown += 1
-        elif state is ItemState.UNSENT:
-            self.unsent += 1
-        elif state is ItemState.SKIPPED:
-            self.skipped += 1
-        else:
-            raise ValueError(f"{state} is not a final item state")
-
-
 class RunCoordinator:
-    """Reads recipients in batches, dispatches one task per item under the ConcurrencyGate, applies
+    """Reads recipients in batches, runs them on ``ItemWorkers`` under the ConcurrencyGate, applies
     commands, and shuts down in the seed's order (see ``RunShutdown``)."""
 
     def __init__(
@@ -88,7 +63,7 @@ class RunCoordinator:
             clock=self._clock,
             spawn=self._spawn_watchdog,
         )
-        self._tally = _Tally()
+        self._tally = Tally()
         self._auth_streak = 0
         self._item_errors_emitted = 0
         self._item_errors_suppressed = 0
@@ -103,7 +78,7 @@ class RunCoordinator:
             run_id=spec.run_id,
             message_config=spec.message_config,
             clock=self._clock,
-            gate=self._control.gate,
+            control=self._control,
             limiter=RateLimiter(policies.rate_limit, self._clock),
             rules=RetryRules(
                 policies.retry,
@@ -112,14 +87,22 @@ class RunCoordinator:
                 random.Random(options.random_seed),  # noqa: S311
             ),
             sessions=sessions,
-            stop=self._control.stop,
-            dispatch_open=self._control.dispatch_open,
             item_timeout=policies.timeout.item,
             run_deadline=self._run_deadline,
         )
         self._control.in_flight = lambda: self._tally.in_flight
         self._control.cancel_in_flight = self._items.cancel_in_flight
-        self._item_tasks: set[asyncio.Task[None]] = set()
+        self._workers = ItemWorkers(
+            control=self._control,
+            batcher=self._shutdown.batcher,
+            tally=self._tally,
+            read=lambda: self._read(ports.recipient_source),
+            execute=self._items.execute,
+            crashed=self._crashed,
+            finish=self._finalize,
+            skip=self._skip if self._simulate_dry_run else None,
+            on_error=self._dispatch_failed,
+        )
         self._future: asyncio.Future[RunSummary] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
 
@@ -185,9 +168,9 @@ class RunCoordinator:
             except Exception as exc:
                 self._suppressed.append(ExecutionError.from_exception("dispatch", "INTERNAL_ERROR", exc))
                 self._control.request_stop(StopReason.INTERNAL_ERROR)
-            # Settle in-flight items: every item task finalises its own outcome.
-            while self._item_tasks:
-                await asyncio.gather(*tuple(self._item_tasks), return_exceptions=True)
+            # Settle in-flight items: every worker finalises the items it started.
+            await self._workers.join()
+            self._items.deadlines.close()
             self._control.finishing = True
             for task in tuple(self._watchdogs):
                 task.cancel()
@@ -256,55 +239,26 @@ class RunCoordinator:
     # ----------------------------------------------------------------- dispatch
 
     async def _dispatch(self) -> None:
-        source = self._ports.recipient_source
-        batcher = self._shutdown.batcher
-        queue: deque[RecipientRecord] = deque()
-        exhausted = False
-        try:
-            while not self._control.stop.is_set():
-                if not queue:
-                    if exhausted:
-                        break
-                    # Backpressure: read only when the result backlog is below its high-water mark.
-                    await batcher.wait_capacity()
-                    batch = await self._read(source)
-                    if batch is None:
-                        return
-                    if not batch:
-                        exhausted = True
-                        continue
-                    self._tally.total += len(batch)
-                    self._tally.pending += len(batch)
-                    queue.extend(batch)
-                    continue
-                if not self._control.dispatch_open.is_set():
-                    await self._control.dispatch_open.wait()
-                    continue
-                if not batcher.has_capacity():
-                    await batcher.wait_capacity()
-                    continue
-                if self._simulate_dry_run:
-                    self._tally.pending -= 1
-                    self._finalize(queue.popleft(), ItemOutcome(ItemState.SKIPPED, 0, None, None, None))
-                    continue
-                if not self._control.gate.try_acquire() and not await self._control.gate.acquire():
-                    break
-                if not self._control.dispatch_open.is_set():
-                    # Paused while waiting for the permit: hand it back and wait for the resume.
-                    self._control.gate.release()
-                    continue
-                record = queue.popleft()
-                self._tally.pending -= 1
-                self._tally.in_flight += 1
-                task = asyncio.create_task(self._run_item(record))
-                self._item_tasks.add(task)
-                task.add_done_callback(self._item_tasks.discard)
-        finally:
-            while queue:
-                self._tally.pending -= 1
-                self._finalize(queue.popleft(), ItemOutcome(ItemState.UNSENT, 0, None, None, None))
-        if not exhausted and self._control.stop_reason is not StopReason.SOURCE_FAILED:
+        workers = self._workers
+        workers.start()
+        await workers.dispatched()
+        queue = workers.queue
+        while queue:
+            self._tally.pending -= 1
+            self._finalize(queue.popleft(), UNSENT)
+        if (
+            not workers.exhausted
+            and not workers.failed
+            and self._control.stop_reason is not StopReason.SOURCE_FAILED
+        ):
             await self._drain_unsent()
+
+    def _dispatch_failed(self, exc: Exception) -> None:
+        self._suppressed.append(ExecutionError.from_exception("dispatch", "INTERNAL_ERROR", exc))
+        self._control.request_stop(StopReason.INTERNAL_ERROR)
+
+    def _skip(self, record: RecipientRecord) -> None:
+        self._finalize(record, SKIPPED)
 
     async def _read(self, source: RecipientSource) -> list[RecipientRecord] | None:
         try:
@@ -327,51 +281,73 @@ class RunCoordinator:
                 return
             self._tally.total += len(batch)
             for record in batch:
-                self._finalize(record, ItemOutcome(ItemState.UNSENT, 0, None, None, None))
+                self._finalize(record, UNSENT)
 
-    async def _run_item(self, record: RecipientRecord) -> None:
-        try:
-            outcome = await self._items.execute(record)
-        except Exception as exc:
-            self._suppressed.append(ExecutionError.from_exception("item", "INTERNAL_ERROR", exc))
-            failure = ProviderResult.failure(
-                ErrorCategory.INTERNAL, "ENGINE_INTERNAL_ERROR", type(exc).__name__
-            )
-            outcome = ItemOutcome(ItemState.UNKNOWN, 1, failure, None, self._clock.now())
-        self._tally.in_flight -= 1
-        self._finalize(record, outcome)
+    def _crashed(self, exc: Exception) -> ItemOutcome:
+        self._suppressed.append(ExecutionError.from_exception("item", "INTERNAL_ERROR", exc))
+        failure = ProviderResult.failure(ErrorCategory.INTERNAL, "ENGINE_INTERNAL_ERROR", type(exc).__name__)
+        return (ItemState.UNKNOWN, 1, failure, None, self._clock.now())
 
     def _finalize(self, record: RecipientRecord, outcome: ItemOutcome) -> None:
-        result = outcome.result
-        body, truncated = self._shape_body(result)
-        item = ItemResult(
-            run_id=self.run_id,
-            item_id=record.item_id,
-            sequence=record.sequence,
-            state=outcome.state,
-            attempt=outcome.attempt,
-            error_category=None if result is None else result.category,
-            provider_code=None if result is None else result.provider_code,
-            diagnostic=None if result is None else result.diagnostic,
-            external_request_id=None if result is None else result.external_request_id,
-            response_body=body,
-            response_truncated=truncated,
-            started_at=outcome.started_at,
-            finished_at=outcome.finished_at,
-            recipient=record.fields,
-        )
-        self._tally.record(outcome.state)
-        self._shutdown.batcher.add(item)
-        if self._shutdown.batcher.failure is not None:
+        state, attempt, result, started_at, finished_at = outcome
+        if result is None:
+            item = item_result(
+                self._spec.run_id,
+                record.item_id,
+                record.sequence,
+                state,
+                attempt,
+                None,
+                None,
+                None,
+                None,
+                None,
+                False,
+                started_at,
+                finished_at,
+                record.fields,
+            )
+        else:
+            body, truncated = (None, False) if result.response_body is None else self._shape_body(result)
+            item = item_result(
+                self._spec.run_id,
+                record.item_id,
+                record.sequence,
+                state,
+                attempt,
+                result.category,
+                result.provider_code,
+                result.diagnostic,
+                result.external_request_id,
+                body,
+                truncated,
+                started_at,
+                finished_at,
+                record.fields,
+            )
+        tally = self._tally
+        if state is ItemState.SUCCEEDED:
+            tally.succeeded += 1
+        else:
+            tally.record(state)
+        batcher = self._shutdown.batcher
+        batcher.add(item)
+        if batcher.failure is not None:
             self._control.request_stop(StopReason.RESULT_SINK_FAILED)
-        if outcome.state in (ItemState.FAILED, ItemState.UNKNOWN):
+        if state is ItemState.FAILED or state is ItemState.UNKNOWN:
             self._emit_item_error(item)
         if result is not None:
-            self._track_auth(result)
+            # Run-level circuit breaker: consecutive auth failures stop the run.
+            if result.category in AUTH_CATEGORIES:
+                self._auth_streak += 1
+                if self._auth_streak >= self._options.auth_failure_threshold:
+                    self._control.request_stop(StopReason.AUTH_CIRCUIT_OPEN)
+            else:
+                self._auth_streak = 0
 
-    def _shape_body(self, result: ProviderResult | None) -> tuple[str | None, bool]:
+    def _shape_body(self, result: ProviderResult) -> tuple[str | None, bool]:
         policy = self._spec.policies.result
-        if result is None or result.response_body is None or not policy.save_response_body:
+        if result.response_body is None or not policy.save_response_body:
             return None, False
         raw = result.response_body.encode("utf-8")
         if len(raw) <= policy.response_body_max_bytes:
@@ -396,14 +372,6 @@ class RunCoordinator:
                 "diagnostic": item.diagnostic,
             },
         )
-
-    def _track_auth(self, result: ProviderResult) -> None:
-        if result.category in AUTH_CATEGORIES:
-            self._auth_streak += 1
-            if self._auth_streak >= self._options.auth_failure_threshold:
-                self._control.request_stop(StopReason.AUTH_CIRCUIT_OPEN)
-        else:
-            self._auth_streak = 0
 
     # ----------------------------------------------------------------- stopping and timers
 

@@ -14,18 +14,14 @@ from ._options import EngineOptions
 from ._ports import ExecutionPorts
 from ._provider import (
     SPI_VERSION,
-    CancellationToken,
-    PreviewResult,
     ProviderDescriptor,
     ProviderFactory,
     ProviderOpenContext,
-    ProviderPreviewRequest,
-    ProviderSendRequest,
     ProviderSession,
     ValidationIssue,
 )
 from ._redact import redact_diagnostic
-from ._results import Counts, ProviderResult, RunSummary
+from ._results import Counts, RunSummary
 from ._secrets import SecretRef, SecretResolver, SecretValue
 from ._sessions import ProviderSessionManager
 from ._spec import RunExecutionSpec
@@ -89,29 +85,6 @@ class _TrackingResolver:
             value.close()
 
 
-class _ScopedSession(ProviderSession):
-    """Wraps the run session so closing it also wipes the secrets resolved for the run."""
-
-    def __init__(self, session: ProviderSession, resolver: _TrackingResolver) -> None:
-        self._session = session
-        self._resolver = resolver
-
-    async def send(self, request: ProviderSendRequest, token: CancellationToken) -> ProviderResult:
-        return await self._session.send(request, token)
-
-    async def preview(self, request: ProviderPreviewRequest) -> PreviewResult:
-        return await self._session.preview(request)
-
-    async def open_worker(self) -> ProviderSession:
-        return await self._session.open_worker()
-
-    async def close(self) -> None:
-        try:
-            await self._session.close()
-        finally:
-            self._resolver.close_all()
-
-
 class ExecutionEngine:
     """Holds no mutable state across runs: each ``start`` creates an independent RunCoordinator."""
 
@@ -146,7 +119,8 @@ class ExecutionEngine:
         _check_schema_versions(spec, descriptor)
         _check_configs(factory, spec)
         session, resolver = await _open_resources(factory, spec, ports)
-        sessions = ProviderSessionManager(_ScopedSession(session, resolver), descriptor.thread_safety)
+        # Closing the session also wipes the secrets resolved for the run.
+        sessions = ProviderSessionManager(session, descriptor.thread_safety, on_close=resolver.close_all)
         coordinator = RunCoordinator(
             spec=spec,
             ports=ports,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-__all__ = ["ClockDeadlockError", "FakeClock"]
+__all__ = ["ClockDeadlockError", "FakeClock", "FakeTimer"]
 
 T = TypeVar("T")
 
@@ -18,10 +18,27 @@ _DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 _MAX_SETTLE_YIELDS = 10_000
 # Without access to the loop's ready queue (another loop implementation), settle by yielding this often.
 _BLIND_SETTLE_YIELDS = 200
+# Added to a timer's tie-breaking sequence so that, at one instant, every sleeper wakes before any timer:
+# work that completes exactly at its deadline is in time.
+_TIMERS_AFTER_SLEEPERS = 1 << 62
 
 
 class ClockDeadlockError(RuntimeError):
     """``FakeClock.run`` found the awaited work blocked with no sleeper left to wake it."""
+
+
+class FakeTimer:
+    """A timer armed with ``FakeClock.call_at``."""
+
+    __slots__ = ("_armed", "cancelled")
+
+    def __init__(self, armed: asyncio.Future[None] | asyncio.Handle) -> None:
+        self._armed = armed
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._armed.cancel()
 
 
 class FakeClock:
@@ -55,6 +72,25 @@ class FakeClock:
             self._discard_cancelled()
         heapq.heappush(self._sleepers, (self._elapsed + seconds, sequence, future))
         await future
+
+    def call_at(self, when: float, callback: Callable[[], object]) -> FakeTimer:
+        """Run ``callback`` once time reaches ``when``, in deadline order with the sleepers.
+
+        At the same instant sleepers wake first (a call that answers exactly at its deadline is in time),
+        then timers in the order they were armed. ``cancel()`` on the result disarms it, even when its time has come but the callback has not run
+        yet. A deadline already reached fires on the next loop step, as ``sleep(0)`` would.
+        """
+        loop = asyncio.get_running_loop()
+        if when <= self._elapsed:
+            return FakeTimer(loop.call_soon(callback))
+        future: asyncio.Future[None] = loop.create_future()
+        timer = FakeTimer(future)
+        future.add_done_callback(lambda _: None if timer.cancelled else callback())
+        sequence = next(self._counter)
+        if sequence % 1024 == 0:
+            self._discard_cancelled()
+        heapq.heappush(self._sleepers, (when, _TIMERS_AFTER_SLEEPERS + sequence, future))
+        return timer
 
     @property
     def pending_sleepers(self) -> int:

@@ -11,7 +11,13 @@ __all__ = ["ConcurrencyGate"]
 class ConcurrencyGate:
     """Permits are granted FIFO. Growing the limit grants waiting permits at once; shrinking never
     interrupts holders, it just withholds new permits until enough have been released. ``close`` makes
-    every current and future ``acquire`` return ``False`` so a stopping run never waits for a permit."""
+    every current and future ``acquire`` return ``False`` so a stopping run never waits for a permit.
+
+    ``keep`` lets a worker that finished an item carry its permit straight over to the next one. That is
+    the same as releasing and re-acquiring in one step, so it is allowed only when the release would not
+    have handed the permit to a waiting retry: either nobody waits, or the first waiter is the run's own
+    dispatcher, which would only have used the permit to start that very next item.
+    """
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
@@ -19,7 +25,8 @@ class ConcurrencyGate:
         self._limit = limit
         self._in_use = 0
         self._peak = 0
-        self._waiters: deque[asyncio.Future[bool]] = deque()
+        # (future, is_dispatcher) in arrival order.
+        self._waiters: deque[tuple[asyncio.Future[bool], bool]] = deque()
         self._closed = False
 
     @property
@@ -44,14 +51,26 @@ class ConcurrencyGate:
         self._take()
         return True
 
-    async def acquire(self) -> bool:
-        """Wait for a permit; ``False`` means the gate was closed and no permit is held."""
+    def keep(self) -> bool:
+        """Whether a holder may keep its permit for another item instead of releasing it."""
+        if self._closed or self._in_use > self._limit:
+            return False
+        waiters = self._waiters
+        while waiters and waiters[0][0].done():
+            waiters.popleft()
+        return not waiters or waiters[0][1]
+
+    async def acquire(self, *, dispatcher: bool = False) -> bool:
+        """Wait for a permit; ``False`` means the gate was closed and no permit is held.
+
+        ``dispatcher`` marks the run's dispatcher, which only starts new items (see ``keep``).
+        """
         if self.try_acquire():
             return True
         if self._closed:
             return False
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        self._waiters.append((future, dispatcher))
         try:
             return await future
         except asyncio.CancelledError:
@@ -63,7 +82,7 @@ class ConcurrencyGate:
     def close(self) -> None:
         self._closed = True
         while self._waiters:
-            future = self._waiters.popleft()
+            future, _ = self._waiters.popleft()
             if not future.done():
                 future.set_result(False)
 
@@ -85,7 +104,7 @@ class ConcurrencyGate:
 
     def _grant(self) -> None:
         while self._waiters and self._in_use < self._limit:
-            future = self._waiters.popleft()
+            future, _ = self._waiters.popleft()
             if future.done():
                 continue
             self._take()

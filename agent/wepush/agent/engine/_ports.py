@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -82,7 +82,12 @@ class RunEventSink(Protocol):
 
 
 class ExecutionClock(Protocol):
-    """All engine timing goes through the clock so tests can drive time without real sleeps."""
+    """All engine timing goes through the clock so tests can drive time without real sleeps.
+
+    A clock may also offer ``call_at(when, callback)`` (see ``SystemClock.call_at``): the engine then
+    enforces item deadlines with one cancellable timer per call instead of a sleeping task. Clocks without
+    it keep working, through ``sleep``.
+    """
 
     def now(self) -> datetime:
         """Current UTC time (timezone-aware)."""
@@ -106,6 +111,10 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
+
+    def call_at(self, when: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        """Run ``callback`` on the running loop once ``monotonic()`` reaches ``when``; cancellable."""
+        return asyncio.get_running_loop().call_later(when - time.monotonic(), callback)
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,7 +148,8 @@ class CancellationToken:
     def __init__(self) -> None:
         self._cancelled = False
         self._reason: str | None = None
-        self._callbacks: list[Callable[[], None]] = []
+        # Created on the first add_callback: most tokens are never subscribed to, let alone cancelled.
+        self._callbacks: list[Callable[[], None]] | None = None
         self._event: asyncio.Event | None = None
 
     @property
@@ -167,8 +168,8 @@ class CancellationToken:
         self._reason = reason
         if self._event is not None:
             self._event.set()
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+        callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
             try:
                 callback()
             except Exception:  # noqa: S112 - one provider callback must not stop the others
@@ -186,11 +187,13 @@ class CancellationToken:
         """Run ``callback`` on cancellation (immediately if already cancelled)."""
         if self._cancelled:
             callback()
+        elif self._callbacks is None:
+            self._callbacks = [callback]
         else:
             self._callbacks.append(callback)
 
     def remove_callback(self, callback: Callable[[], None]) -> None:
-        if callback in self._callbacks:
+        if self._callbacks is not None and callback in self._callbacks:
             self._callbacks.remove(callback)
 
     def __repr__(self) -> str:
