@@ -4,7 +4,7 @@ provider calls awaited in the worker's own task (deadline cancellation taken bac
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -12,12 +12,14 @@ from wepush.agent.engine import (
     CancellationToken,
     CancelRun,
     ConcurrencyPolicy,
+    EngineOptions,
     ErrorCategory,
     ItemState,
     PauseRun,
     ProviderOpenContext,
     ProviderResult,
     ProviderSendRequest,
+    RecipientRecord,
     ResumeRun,
     RunExecutionSpec,
     RunState,
@@ -25,6 +27,7 @@ from wepush.agent.engine import (
     TimeoutPolicy,
 )
 from wepush.agent.engine._gate import ConcurrencyGate
+from wepush.agent.engine.testing import FakeClock, InMemoryRecipientSource
 from wepush.agent.providers.fake import FakeProviderFactory, FakeSession
 
 from .support import Harness, assert_accounted, policies, spec
@@ -228,4 +231,68 @@ async def test_the_run_deadline_never_cancels_a_call_still_waiting_for_a_seriali
     codes = {r.provider_code for r in h.results.results.values() if r.state is ItemState.UNKNOWN}
     assert codes == {"RUN_DEADLINE_EXCEEDED"}
     assert summary.final_state is RunState.PARTIAL
+    assert_accounted(summary, h)
+
+
+class _SlowSource(InMemoryRecipientSource):
+    """Takes ``delay`` seconds of the fake clock per batch and notes how many items had started by then."""
+
+    def __init__(self, count: int, clock: FakeClock, delay: float, started: Callable[[], int]) -> None:
+        super().__init__(count)
+        self._clock = clock
+        self._delay = delay
+        self._started = started
+        self.started_at_read: list[int] = []
+
+    async def next_batch(self, max_items: int) -> Sequence[RecipientRecord]:
+        self.started_at_read.append(self._started())
+        await self._clock.sleep(self._delay)
+        return await super().next_batch(max_items)
+
+
+async def _slow_read_run(low_water: int) -> tuple[float, _SlowSource, Harness]:
+    clock = FakeClock()
+    provider = FakeProviderFactory(latency=0.1, thread_safety=THREAD_SAFE)
+    source = _SlowSource(400, clock, 1.0, lambda: len(provider.calls))
+    h = Harness(clock=clock, source=source)
+    options = EngineOptions(read_batch_size=100, read_low_water=low_water)
+    summary = await h.run(provider, _concurrent(10), options)
+    assert summary.succeeded == 400
+    assert_accounted(summary, h)
+    return (summary.ended_at - summary.started_at).total_seconds(), source, h
+
+
+async def test_the_next_batch_is_read_while_the_previous_one_is_still_being_sent() -> None:
+    # Four batches of 100 at 10 in flight take 1 s each to send; every read takes 1 s as well.
+    elapsed, source, _ = await _slow_read_run(low_water=100)
+    # The second read starts as the first batch starts, long before that batch has been sent.
+    assert source.started_at_read[0] == 0
+    assert source.started_at_read[1] <= 10
+    # Reads overlap sending: one read to start with, then four seconds of sending.
+    assert elapsed == 5.0
+    waiting, waiting_source, _ = await _slow_read_run(low_water=0)
+    # Without read-ahead dispatch stops for every read: 5 reads (the last one empty) + 4 s of sending,
+    # less the last 0.1 s of each batch, while its last items are still in flight.
+    assert waiting == 8.6
+    assert waiting_source.started_at_read == [0, 100, 200, 300, 400]
+
+
+async def test_a_batch_read_ahead_while_the_run_is_cancelled_is_accounted_unsent() -> None:
+    clock = FakeClock()
+    provider = FakeProviderFactory(latency=0.1, thread_safety=THREAD_SAFE)
+    source = _SlowSource(1000, clock, 1.0, lambda: len(provider.calls))
+    h = Harness(clock=clock, source=source)
+    options = EngineOptions(read_batch_size=100, read_low_water=100)
+    handle = await h.start(provider, _concurrent(10), options)
+    # At 1.5 s the first batch is being sent and the second is being read ahead.
+    await clock.advance(1.5)
+    assert source.reads == 1
+    assert len(source.started_at_read) == 2
+    await handle.submit(CancelRun("stop-1", "enough"))
+    summary = await clock.run(handle.completion())
+    assert summary.final_state is RunState.CANCELLED
+    # The batch that arrived after the cancel was never sent, yet every recipient has one result.
+    assert summary.total == 1000
+    assert summary.succeeded + summary.unknown < 200
+    assert summary.unsent >= 800
     assert_accounted(summary, h)

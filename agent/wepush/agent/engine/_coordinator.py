@@ -102,6 +102,7 @@ class RunCoordinator:
             finish=self._finalize,
             skip=self._skip if self._simulate_dry_run else None,
             on_error=self._dispatch_failed,
+            low_water=options.read_low_water,
         )
         self._future: asyncio.Future[RunSummary] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None

@@ -14,6 +14,9 @@ class EngineOptions:
 
     read_batch_size: int = 500
     """Recipients asked from the source per ``next_batch`` call."""
+    read_low_water: int = 500
+    """The next batch is read as soon as no more than this many read recipients wait to start, so that
+    dispatch does not wait for the source; 0 reads only once every read recipient has started."""
     result_batch_size: int = 500
     """Item results per ``ResultSink.append`` (the seed recommends 100..1000)."""
     result_high_water: int = 5000
@@ -39,6 +42,8 @@ class EngineOptions:
         problems: list[str] = []
         if self.read_batch_size < 1:
             problems.append("read_batch_size must be at least 1")
+        if self.read_low_water < 0:
+            problems.append("read_low_water must not be negative")
         if not 100 <= self.result_batch_size <= 1000:
             problems.append("result_batch_size must lie within 100..1000")
         if self.result_high_water < self.result_batch_size:

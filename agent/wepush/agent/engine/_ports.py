@@ -29,8 +29,10 @@ class RecipientSource(Protocol):
     """Streams an audience snapshot in ``sequence`` order.
 
     ``open`` fails if the snapshot cannot be read. ``next_batch`` returns at most ``max_items`` records
-    and an empty sequence at the end. The engine never asks for the next batch while too much is
-    outstanding, so a source need not buffer more than one batch.
+    and an empty sequence at the end. The engine asks for the next batch while the previous one is still
+    being dispatched (``EngineOptions.read_low_water``), never for two at once and never while too much
+    is outstanding, so a source need not buffer more than one batch. A record may be handed to a provider
+    as soon as ``next_batch`` has returned it.
     """
 
     async def open(self) -> None: ...

@@ -21,10 +21,15 @@ _YIELD_EVERY = 32
 
 
 class ItemWorkers:
-    """One task at a time is the *dispatcher*. It reads the next batch when the queue is empty and waits,
-    in this order, until the run is not paused, the result backlog has room and the gate grants a permit;
-    then it takes the head of the queue, hands the dispatcher role to a new task and runs that item itself
-    as a *worker*.
+    """One task at a time is the *dispatcher*. It waits, in this order, until the queue holds a record,
+    the run is not paused, the result backlog has room and the gate grants a permit; then it takes the
+    head of the queue, hands the dispatcher role to a new task and runs that item itself as a *worker*.
+
+    Recipients are read one batch ahead by a *reader* task: as soon as no more than ``low_water`` read
+    records wait in the queue (and the result backlog has room), the next batch is read while the queued
+    ones are dispatched, so dispatch only waits for the source when the source is slower than sending.
+    At most one read is outstanding; ``dispatched`` waits for it, so a batch read while the run stopped is
+    still in ``queue`` for the caller to account for.
 
     A worker whose item has ended carries its permit straight on to the next record when a dispatcher
     would have started that record at this moment anyway: the run is neither stopping nor paused, the
@@ -46,6 +51,7 @@ class ItemWorkers:
         finish: Callable[[RecipientRecord, ItemOutcome], None],
         skip: Callable[[RecipientRecord], None] | None,
         on_error: Callable[[Exception], None],
+        low_water: int = 0,
     ) -> None:
         """``execute`` runs a started item (see ``ItemExecutor.execute``), ``crashed`` turns an exception
         it raised into an outcome, ``finish`` records the outcome of an item no longer in flight; ``skip``
@@ -63,11 +69,16 @@ class ItemWorkers:
         self._finish = finish
         self._skip = skip
         self._on_error = on_error
+        self._low_water = low_water
         self.queue: deque[RecipientRecord] = deque()
         self.exhausted = False
         self.failed = False
         self._over = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._reader: asyncio.Task[None] | None = None
+        self._read_over = False
+        self._arrived = asyncio.Event()
+        self.reads = 0
 
     def start(self) -> None:
         self._spawn(self._dispatch())
@@ -75,9 +86,12 @@ class ItemWorkers:
     async def dispatched(self) -> None:
         """Return once no further item will start: the audience is exhausted or the run is stopping.
 
-        Records still in ``queue`` then were read but never started.
+        Records still in ``queue`` then were read but never started (a read still outstanding is awaited
+        first, so its records are among them).
         """
         await self._over.wait()
+        while self._reader is not None:
+            await asyncio.wait([self._reader])
 
     async def join(self) -> None:
         """Wait until every started item has been finalised."""
@@ -123,6 +137,8 @@ class ItemWorkers:
                 tally.pending -= 1
                 tally.in_flight += 1
                 record = queue.popleft()
+                if len(queue) <= self._low_water:
+                    self._read_ahead()
                 streak += 1
                 if streak == _YIELD_EVERY:
                     streak = 0
@@ -132,22 +148,16 @@ class ItemWorkers:
 
     async def _next_record(self) -> RecipientRecord | None:
         """The next record to start, with its permit held; ``None`` when dispatching is over."""
-        queue, tally, gate, batcher = self.queue, self._tally, self._gate, self._batcher
+        queue, gate, batcher = self.queue, self._gate, self._batcher
         while not self._stop.is_set():
+            if len(queue) <= self._low_water:
+                self._read_ahead()
             if not queue:
-                if self.exhausted:
+                if self._reader is None:
+                    # Exhausted, or the read failed (which stops the run).
                     return None
-                # Backpressure: read only when the result backlog is below its high-water mark.
-                await batcher.wait_capacity()
-                batch = await self._read()
-                if batch is None:
-                    return None
-                if not batch:
-                    self.exhausted = True
-                    continue
-                tally.total += len(batch)
-                tally.pending += len(batch)
-                queue.extend(batch)
+                self._arrived.clear()
+                await self._arrived.wait()
                 continue
             if not self._open.is_set():
                 await self._open.wait()
@@ -156,7 +166,7 @@ class ItemWorkers:
                 await batcher.wait_capacity()
                 continue
             if self._skip is not None:
-                tally.pending -= 1
+                self._tally.pending -= 1
                 self._skip(queue.popleft())
                 continue
             if not gate.try_acquire() and not await gate.acquire(dispatcher=True):
@@ -169,8 +179,38 @@ class ItemWorkers:
             return self._take()
         return None
 
+    def _read_ahead(self) -> None:
+        """Start reading the next batch unless one is being read, the source is done or the run stops."""
+        if self._reader is None and not self._read_over and not self._stop.is_set():
+            self._reader = asyncio.create_task(self._read_batch())
+
+    async def _read_batch(self) -> None:
+        try:
+            # Backpressure: read only when the result backlog is below its high-water mark.
+            await self._batcher.wait_capacity()
+            self.reads += 1
+            batch = await self._read()
+            if batch is None:
+                self._read_over = True  # the source failed; the run is stopping
+            elif not batch:
+                self._read_over = self.exhausted = True
+            else:
+                tally = self._tally
+                tally.total += len(batch)
+                tally.pending += len(batch)
+                self.queue.extend(batch)
+        except Exception as exc:
+            self._read_over = self.failed = True
+            self._on_error(exc)
+        finally:
+            self._reader = None
+            self._arrived.set()
+
     def _take(self) -> RecipientRecord:
         tally = self._tally
         tally.pending -= 1
         tally.in_flight += 1
-        return self.queue.popleft()
+        record = self.queue.popleft()
+        if len(self.queue) <= self._low_water:
+            self._read_ahead()
+        return record
