@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from datetime import timedelta
 from typing import Any
 
 from tests.integration.execution._world import make_agent
+from wepush.agent.engine import EngineOptions
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.http import HttpProviderFactory
 from wepush.server.application.execution import RunAvailabilityNotifier
@@ -28,6 +30,12 @@ async def main(config: dict[str, Any]) -> None:
         config["workspace"],
         agent_name=config["agentName"],
         max_runs=1,
+        engine_options=EngineOptions(
+            read_batch_size=10,
+            read_low_water=config["readLowWater"],
+            result_batch_size=100,
+            progress_interval=timedelta(milliseconds=500),
+        ),
     )
     await agent.start()
     print("agent started", flush=True)

@@ -302,7 +302,10 @@ def make_agent(
         "lease_ttl": timedelta(seconds=10),
         "shutdown_grace": timedelta(milliseconds=500),
         "engine_options": EngineOptions(
-            read_batch_size=10, result_batch_size=100, progress_interval=timedelta(milliseconds=500)
+            read_batch_size=10,
+            read_low_water=5,
+            result_batch_size=100,
+            progress_interval=timedelta(milliseconds=500),
         ),
     }
     return EmbeddedAgent(

@@ -63,20 +63,29 @@ async def vendor() -> AsyncIterator[VendorServer]:
         yield server
 
 
-async def _mid_run(uow: SqlUnitOfWorkFactory, run: Run, vendor: VendorServer, seen: list[object]) -> bool:
+async def _mid_run(
+    uow: SqlUnitOfWorkFactory, run: Run, vendor: VendorServer, seen: list[object], expected_mark: int
+) -> bool:
     async with uow(read_only=True) as unit:
         recorded = await unit.run_items.count_by_state(run.id)
         mark = await unit.runs.dispatch_mark(run.workspace_id, run.id)
         state = (await unit.runs.get(run.workspace_id, run.id)).state
     seen[:] = [state, recorded, mark, vendor.request_count]
-    # Batches of 10 and 4 sends at a time: 1..10 answered and stored, 11..14 held open by the vendor,
-    # 15..20 read (mark 20) but waiting for a permit, 21..40 never read.
     return (
-        recorded.get(ItemState.SUCCEEDED) == ANSWERED and vendor.request_count == ANSWERED + 4 and mark == 20
+        recorded.get(ItemState.SUCCEEDED) == ANSWERED
+        and vendor.request_count == ANSWERED + 4
+        and mark == expected_mark
     )
 
 
+# Batches of 10 and 4 sends at a time: 1..10 answered and stored, 11..14 held open by the vendor, and
+# 15..20 read but waiting for a permit. With a low-water mark of 5 nothing more is read (6 records wait);
+# with 10 the engine has read 21..30 ahead as well. Everything read is at or below the mark, so it counts
+# as possibly sent (UNKNOWN); the rest was never read and is UNSENT.
+@pytest.mark.parametrize(("low_water", "mark"), [(5, 20), (10, 30)])
 async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_twice(
+    low_water: int,
+    mark: int,
     uow: SqlUnitOfWorkFactory,
     database_url: str,
     secret_store: LocalEnvelopeSecretStore,
@@ -108,6 +117,7 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
         "masterKey": str(master_key_file),
         "workspace": world.workspace.id,
         "agentName": AGENT_NAME,
+        "readLowWater": low_water,
     }
     with (tmp_path / "child.log").open("wb") as log:
         child = subprocess.Popen(  # noqa: ASYNC220 - started once, killed below
@@ -119,7 +129,7 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
     seen: list[object] = []
     try:
         await eventually(
-            lambda: _mid_run(uow, run, vendor, seen),
+            lambda: _mid_run(uow, run, vendor, seen, mark),
             within=60,
             what=lambda: f"the run to be half sent, saw {seen}",
         )
@@ -147,11 +157,13 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
     assert done.state_reason is not None
     assert "restarted" in done.state_reason
     counts = done.counts
-    assert (counts.total, counts.succeeded, counts.unknown, counts.unsent) == (40, 10, 10, 20)
+    assert (counts.total, counts.succeeded, counts.unknown, counts.unsent) == (40, 10, mark - 10, 40 - mark)
     assert identity_holds(done)
     assert vendor.request_count == sent_before_crash
     per_recipient = Counter(_sequence(r) for r in vendor.requests)
     assert set(per_recipient.values()) == {1}
+    # Every recipient the dead executor handed to the vendor lies at or below the mark: none is UNSENT.
+    assert max(per_recipient) <= mark
 
     async with uow(read_only=True) as unit:
         leases = await unit.leases.list_for_agent(agent.agent_id, active_only=False)
@@ -176,8 +188,8 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
         return sorted(json.loads(line)["sequence"] for line in jsonl(data))
 
     assert await sequences("SUCCEEDED_ITEMS") == list(range(1, 11))
-    assert await sequences("UNKNOWN_ITEMS") == list(range(11, 21))
-    assert await sequences("UNSENT_ITEMS") == list(range(21, 41))
+    assert await sequences("UNKNOWN_ITEMS") == list(range(11, mark + 1))
+    assert await sequences("UNSENT_ITEMS") == list(range(mark + 1, 41))
     async with uow(read_only=True) as unit:
         every = await unit.artifacts.list_for_owner(run.workspace_id, ArtifactOwnerType.RUN, run.id)
     # Whatever the dead executor had begun is FAILED now, never served; each outcome is served once.

@@ -60,8 +60,14 @@ async def read_recipients(
 
 
 class SnapshotRecipientSource:
-    """The engine's RecipientSource. Each batch is read in a fenced transaction that also raises the run's
-    dispatch high-water mark to the batch's last sequence, before the engine can dispatch any of it."""
+    """The engine's RecipientSource.
+
+    Each batch is read in a read-only transaction, which in WAL mode (and on PostgreSQL) never waits for
+    the writers recording results, so the engine's read-ahead is not held up by them. Before the batch
+    is returned, a short fenced write raises the run's dispatch high-water mark to the batch's last
+    sequence: the engine may hand a record to a provider as soon as it has it, so the mark is always at
+    or above every item that may have been sent, and a recovery never takes such an item for UNSENT.
+    """
 
     def __init__(self, uow: UnitOfWorkFactory, guard: LeaseGuard, snapshot: RunSnapshot) -> None:
         self._uow = uow
@@ -79,23 +85,27 @@ class SnapshotRecipientSource:
         if self._exhausted:
             return ()
         snapshot = self._snapshot
+        after = self._after
 
-        async def read_and_mark() -> Page[Recipient, int]:
-            async with self._guard.transaction() as uow:
-                page = await read_recipients(uow, self._scope, self._after, max_items)
-                if page.items:
-                    await uow.runs.mark_dispatched(
-                        snapshot.workspace_id, snapshot.run_id, through_sequence=page.items[-1].sequence
-                    )
-            return page
+        async def read() -> Page[Recipient, int]:
+            async with self._uow(read_only=True) as uow:
+                return await read_recipients(uow, self._scope, after, max_items)
 
-        page = await retrying(read_and_mark)
+        page = await retrying(read)
         if not page.items:
             self._exhausted = True
             return ()
-        self._after = page.items[-1].sequence
+        last = page.items[-1].sequence
+
+        async def mark() -> None:
+            async with self._guard.transaction() as uow:
+                await uow.runs.mark_dispatched(snapshot.workspace_id, snapshot.run_id, through_sequence=last)
+
+        records = [recipient_record(snapshot.run_id, r) for r in page.items]
+        await retrying(mark)
+        self._after = last
         self._exhausted = not page.has_more
-        return [recipient_record(snapshot.run_id, r) for r in page.items]
+        return records
 
     async def close(self) -> None:
         return None

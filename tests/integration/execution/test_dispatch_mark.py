@@ -1,0 +1,107 @@
+"""The recipient read of an executing run and its dispatch high-water mark: the read never waits for the
+writers recording results, and the mark is durable before the engine receives a batch."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+import pytest
+
+from tests.integration.execution._world import World, build_world, create_run, eventually, load_run
+from wepush.server.application.execution import LeaseGuard, RunSnapshot, SnapshotRecipientSource
+from wepush.server.domain import Agent, AgentKind, ClaimedLease, Run, UnitOfWork, utc_now
+from wepush.server.infra.db import SqlUnitOfWorkFactory
+from wepush.server.infra.secrets import LocalEnvelopeSecretStore
+
+
+class _CountedUnit:
+    """A unit of work that tells its factory when a read-only transaction has ended."""
+
+    def __init__(self, inner: UnitOfWork, factory: _CountingFactory, read_only: bool) -> None:
+        self._inner = inner
+        self._factory = factory
+        self._read_only = read_only
+
+    async def __aenter__(self) -> UnitOfWork:
+        await self._inner.__aenter__()
+        return self._inner
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._inner.__aexit__(exc_type, exc, tb)
+        if self._read_only:
+            self._factory.reads_done += 1
+
+
+class _CountingFactory:
+    def __init__(self, inner: SqlUnitOfWorkFactory) -> None:
+        self._inner = inner
+        self.reads_done = 0
+
+    def __call__(self, *, read_only: bool = False) -> Any:
+        return _CountedUnit(self._inner(read_only=read_only), self, read_only)
+
+
+async def _claim(uow: SqlUnitOfWorkFactory, world: World, run: Run) -> ClaimedLease:
+    now = utc_now()
+    async with uow() as unit:
+        agent = await unit.agents.add(
+            Agent(
+                workspace_id=world.workspace.id,
+                display_name=f"agent-{now.timestamp()}",
+                kind=AgentKind.EMBEDDED,
+                agent_version="0",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        claimed = await unit.leases.claim(
+            run.workspace_id,
+            run.id,
+            agent.id,
+            expires_at=now + timedelta(minutes=5),
+            ack_deadline=now + timedelta(minutes=5),
+        )
+    assert claimed is not None
+    return claimed
+
+
+@pytest.fixture
+async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore) -> World:
+    return await build_world(uow, secret_store, recipients=25)
+
+
+async def test_recipients_are_read_while_a_writer_holds_the_run_and_handed_out_once_the_mark_is_stored(
+    uow: SqlUnitOfWorkFactory, world: World
+) -> None:
+    run = await create_run(uow, world)
+    claimed = await _claim(uow, world, run)
+    snapshot = RunSnapshot.from_json((await load_run(uow, run)).snapshot)
+    counting = _CountingFactory(uow)
+    source = SnapshotRecipientSource(counting, LeaseGuard(uow, claimed.fence, utc_now), snapshot)
+
+    first = await source.next_batch(10)
+    assert [r.sequence for r in first] == list(range(1, 11))
+    reads_before = counting.reads_done
+    # A writer (as a result append would) holds the run: SQLite's write lock, PostgreSQL's row lock.
+    async with uow() as writer:
+        await writer.runs.mark_dispatched(run.workspace_id, run.id, through_sequence=10)
+        reading = asyncio.create_task(source.next_batch(10))
+        # The read itself completes under the writer; only the mark waits for it.
+        await eventually(lambda: _true(counting.reads_done > reads_before), within=3, what="the read")
+        await asyncio.sleep(0.05)
+        assert not reading.done()
+    second = await reading
+    assert [r.sequence for r in second] == list(range(11, 21))
+    async with uow(read_only=True) as unit:
+        assert await unit.runs.dispatch_mark(run.workspace_id, run.id) == 20
+    assert [r.sequence for r in await source.next_batch(10)] == list(range(21, 26))
+    assert list(await source.next_batch(10)) == []
+
+
+async def _true(value: bool) -> bool:
+    return value
