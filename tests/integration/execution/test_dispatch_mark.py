@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 
 from tests.integration.execution._world import World, build_world, create_run, eventually, load_run
-from wepush.server.application.execution import LeaseGuard, RunSnapshot, SnapshotRecipientSource
+from wepush.server.application.execution import (
+    LeaseGuard,
+    RunSnapshot,
+    SnapshotRecipientSource,
+    UnitOfWorkLedger,
+)
 from wepush.server.domain import Agent, AgentKind, ClaimedLease, Run, UnitOfWork, utc_now
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
@@ -82,7 +87,8 @@ async def test_recipients_are_read_while_a_writer_holds_the_run_and_handed_out_o
     claimed = await _claim(uow, world, run)
     snapshot = RunSnapshot.from_json((await load_run(uow, run)).snapshot)
     counting = _CountingFactory(uow)
-    source = SnapshotRecipientSource(counting, LeaseGuard(uow, claimed.fence, utc_now), snapshot)
+    guard = LeaseGuard(uow, claimed.fence, utc_now)
+    source = SnapshotRecipientSource(counting, guard, snapshot, UnitOfWorkLedger(counting))
 
     first = await source.next_batch(10)
     assert [r.sequence for r in first] == list(range(1, 11))

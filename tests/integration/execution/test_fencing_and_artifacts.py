@@ -49,7 +49,7 @@ from wepush.server.domain import (
     utc_now,
 )
 from wepush.server.infra.artifacts import LocalArtifactStore
-from wepush.server.infra.db import SqlUnitOfWorkFactory
+from wepush.server.infra.db import SqlUnitOfWorkFactory, execution_ledger
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
 
@@ -98,7 +98,7 @@ async def test_a_late_write_from_a_revoked_executor_is_rejected_and_changes_noth
     run = await create_run(uow, world)
     claimed = await _claim(uow, world, run)
     guard = LeaseGuard(uow, claimed.fence, utc_now)
-    sink = FencedResultSink(guard, run.workspace_id, run.id)
+    sink = FencedResultSink(guard, execution_ledger(uow), run.workspace_id, run.id)
     await sink.append([_result(run, 1)])
 
     recovered = await _recovery(uow, artifact_store).recover_lease(claimed.lease, "the executor died")
@@ -131,9 +131,11 @@ async def test_only_the_current_epoch_and_token_may_write(
     for fence in (first.fence, forged, LeaseFence(second.lease.id, second.lease.epoch, first.token)):
         guard = LeaseGuard(uow, fence, utc_now)
         with pytest.raises(LeaseExpired):
-            await FencedResultSink(guard, run.workspace_id, run.id).append([_result(run, 1)])
+            await FencedResultSink(guard, execution_ledger(uow), run.workspace_id, run.id).append(
+                [_result(run, 1)]
+            )
         with pytest.raises(LeaseExpired):
-            await SnapshotRecipientSource(uow, guard, snapshot).next_batch(10)
+            await SnapshotRecipientSource(uow, guard, snapshot, execution_ledger(uow)).next_batch(10)
         # The run log is written through the same fence, so nothing of a stale executor reaches it either.
         log = RunLog(
             RunArtifactWriter(
@@ -153,8 +155,8 @@ async def test_only_the_current_epoch_and_token_may_write(
 
     assert await artifacts_of(uow, run) == {}
     current = LeaseGuard(uow, second.fence, utc_now)
-    batch = await SnapshotRecipientSource(uow, current, snapshot).next_batch(10)
-    await FencedResultSink(current, run.workspace_id, run.id).append([_result(run, 1)])
+    batch = await SnapshotRecipientSource(uow, current, snapshot, execution_ledger(uow)).next_batch(10)
+    await FencedResultSink(current, execution_ledger(uow), run.workspace_id, run.id).append([_result(run, 1)])
     async with uow(read_only=True) as unit:
         mark = await unit.runs.dispatch_mark(run.workspace_id, run.id)
     assert (second.lease.epoch, len(batch), mark) == (2, 3, 3)

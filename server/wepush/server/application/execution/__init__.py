@@ -29,6 +29,7 @@ from ._downloads import (
 from ._events import EventGapError, FencedRunEventSink, move_run, path_to
 from ._execution import ExecutionContext, RunExecution
 from ._fence import LeaseGuard, TransactionScope, plain_transactions, retrying
+from ._ledger import ExecutionLedger, UnitOfWorkLedger
 from ._notifier import HintListener, RunAvailabilityNotifier
 from ._policies import (
     InvalidPolicies,
@@ -84,6 +85,7 @@ __all__ = [
     "ByteRange",
     "EventGapError",
     "ExecutionContext",
+    "ExecutionLedger",
     "FencedResultSink",
     "FencedRunEventSink",
     "HintListener",
@@ -111,6 +113,7 @@ __all__ = [
     "StoredObject",
     "StoredSecretResolver",
     "TransactionScope",
+    "UnitOfWorkLedger",
     "ack_message",
     "build_run_snapshot",
     "engine_command",

@@ -44,6 +44,7 @@ from ._artifacts import ResultArtifacts, RetentionPolicy, RunArtifactWriter, Run
 from ._commands import ack_message, engine_command, pending_commands
 from ._events import FencedRunEventSink, draft_of, move_run, path_to
 from ._fence import LeaseGuard, retrying
+from ._ledger import ExecutionLedger, UnitOfWorkLedger
 from ._recipients import RecipientScope, SnapshotRecipientSource
 from ._results import FencedResultSink
 from ._secrets import StoredSecretResolver
@@ -70,6 +71,8 @@ class ExecutionContext:
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     engine_clock: ExecutionClock = field(default_factory=SystemClock)
     settle_batch_size: int = 500
+    ledger: ExecutionLedger | None = None
+    """The hot statements' adapter; ``None`` spells them with units of work (``UnitOfWorkLedger``)."""
 
 
 def _final_reason(
@@ -155,8 +158,9 @@ class RunExecution:
             log=log,
             clock=self._ctx.clock,
         )
+        ledger = self._ctx.ledger if self._ctx.ledger is not None else UnitOfWorkLedger(self._ctx.uow)
         ports = ExecutionPorts(
-            recipient_source=SnapshotRecipientSource(self._ctx.uow, self._guard, snapshot),
+            recipient_source=SnapshotRecipientSource(self._ctx.uow, self._guard, snapshot, ledger),
             secret_resolver=StoredSecretResolver(
                 self._ctx.uow,
                 self._ctx.secret_store,
@@ -164,7 +168,7 @@ class RunExecution:
                 account_id=snapshot.account.id,
                 secret_versions=snapshot.account.secret_versions,
             ),
-            result_sink=FencedResultSink(self._guard, self.run.workspace_id, self.run_id),
+            result_sink=FencedResultSink(self._guard, ledger, self.run.workspace_id, self.run_id),
             artifact_sink=artifacts,
             event_sink=events,
             clock=self._ctx.engine_clock,

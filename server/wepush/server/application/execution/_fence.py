@@ -27,6 +27,10 @@ class LeaseGuard:
         self.fence = fence
         self._clock = clock
 
+    def now(self) -> datetime:
+        """The instant a fenced write is checked at (the lease must not have expired by then)."""
+        return self._clock()
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[UnitOfWork]:
         async with self._uow() as uow:

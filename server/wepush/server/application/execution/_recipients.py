@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wepush.agent.engine import RecipientRecord
 from wepush.server.domain import (
@@ -20,6 +21,9 @@ from wepush.server.domain import (
 from ._fence import LeaseGuard, retrying
 from ._snapshot import RunSnapshot
 from ._spec import recipient_record
+
+if TYPE_CHECKING:
+    from ._ledger import ExecutionLedger
 
 __all__ = ["RecipientScope", "SnapshotRecipientSource", "read_recipients"]
 
@@ -62,17 +66,24 @@ async def read_recipients(
 class SnapshotRecipientSource:
     """The engine's RecipientSource.
 
-    Each batch is read in a read-only transaction, which in WAL mode (and on PostgreSQL) never waits for
-    the writers recording results, so the engine's read-ahead is not held up by them. Before the batch
-    is returned, a short fenced write raises the run's dispatch high-water mark to the batch's last
-    sequence: the engine may hand a record to a provider as soon as it has it, so the mark is always at
-    or above every item that may have been sent, and a recovery never takes such an item for UNSENT.
+    Each batch is read read-only, which in WAL mode (and on PostgreSQL) never waits for the writers
+    recording results, so the engine's read-ahead is not held up by them. Before the batch is returned,
+    a short fenced write raises the run's dispatch high-water mark to the batch's last sequence: the
+    engine may hand a record to a provider as soon as it has it, so the mark is always at or above every
+    item that may have been sent, and a recovery never takes such an item for UNSENT.
     """
 
-    def __init__(self, uow: UnitOfWorkFactory, guard: LeaseGuard, snapshot: RunSnapshot) -> None:
+    def __init__(
+        self,
+        uow: UnitOfWorkFactory,
+        guard: LeaseGuard,
+        snapshot: RunSnapshot,
+        ledger: ExecutionLedger,
+    ) -> None:
         self._uow = uow
         self._guard = guard
         self._snapshot = snapshot
+        self._ledger = ledger
         self._scope = RecipientScope.of(snapshot)
         self._after: int | None = None
         self._exhausted = False
@@ -84,25 +95,19 @@ class SnapshotRecipientSource:
     async def next_batch(self, max_items: int) -> Sequence[RecipientRecord]:
         if self._exhausted:
             return ()
-        snapshot = self._snapshot
+        snapshot, ledger, guard = self._snapshot, self._ledger, self._guard
         after = self._after
-
-        async def read() -> Page[Recipient, int]:
-            async with self._uow(read_only=True) as uow:
-                return await read_recipients(uow, self._scope, after, max_items)
-
-        page = await retrying(read)
+        page = await retrying(lambda: ledger.read_recipients(self._scope, after, max_items))
         if not page.items:
             self._exhausted = True
             return ()
         last = page.items[-1].sequence
-
-        async def mark() -> None:
-            async with self._guard.transaction() as uow:
-                await uow.runs.mark_dispatched(snapshot.workspace_id, snapshot.run_id, through_sequence=last)
-
         records = [recipient_record(snapshot.run_id, r) for r in page.items]
-        await retrying(mark)
+        await retrying(
+            lambda: ledger.mark_dispatched(
+                guard.fence, guard.now(), snapshot.workspace_id, snapshot.run_id, last
+            )
+        )
         self._after = last
         self._exhausted = not page.has_more
         return records

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from wepush.agent.engine import ErrorCategory, RecipientValue
 from wepush.agent.engine import ItemResult as EngineItemResult
@@ -10,6 +11,9 @@ from wepush.agent.engine import ItemState as EngineItemState
 from wepush.server.domain import ItemResult, ItemState, RunItem
 
 from ._fence import LeaseGuard
+
+if TYPE_CHECKING:
+    from ._ledger import ExecutionLedger
 
 __all__ = ["FencedResultSink", "engine_result", "stored_result"]
 
@@ -53,11 +57,13 @@ def engine_result(item: RunItem, recipient: Mapping[str, RecipientValue] | None)
 
 
 class FencedResultSink:
-    """Appends result batches with ``run_items.record_results`` under the lease fence. The repository is
-    idempotent per (item, attempt), so the engine may safely re-append a batch after a failure."""
+    """Appends result batches through the ledger (``run_items.record_results``) under the lease fence.
+    Recording is idempotent per (item, attempt), so the engine may safely re-append a batch after a
+    failure."""
 
-    def __init__(self, guard: LeaseGuard, workspace_id: str, run_id: str) -> None:
+    def __init__(self, guard: LeaseGuard, ledger: ExecutionLedger, workspace_id: str, run_id: str) -> None:
         self._guard = guard
+        self._ledger = ledger
         self._workspace_id = workspace_id
         self._run_id = run_id
 
@@ -67,8 +73,8 @@ class FencedResultSink:
 
     async def append(self, batch: Sequence[EngineItemResult]) -> None:
         results = [stored_result(result) for result in batch]
-        async with self._guard.transaction() as uow:
-            await uow.run_items.record_results(self._workspace_id, self._run_id, results)
+        guard = self._guard
+        await self._ledger.record_results(guard.fence, guard.now(), self._workspace_id, self._run_id, results)
 
     async def flush(self) -> None:
         # Every append commits its own transaction: there is nothing buffered to flush.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._ledger_sqlite import SqliteExecutionLedger, execution_ledger
 from ._repo_agents import SqlAgentOutboxRepository, SqlAgentRepository
 from ._repo_audience import DUPLICATE_ITEM_KEY, SqlAudienceImportRepository, SqlAudienceRepository
 from ._repo_events import SqlRunCommandRepository, SqlRunEventRepository
@@ -67,9 +68,11 @@ __all__ = [
     "SqlUnitOfWork",
     "SqlUnitOfWorkFactory",
     "SqlWorkspaceRepository",
+    "SqliteExecutionLedger",
     "create_database",
     "current_revision",
     "current_revision_async",
+    "execution_ledger",
     "head_revision",
     "is_up_to_date",
     "is_up_to_date_async",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import String, and_, case, func, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 
 from wepush.server.domain import (
     TERMINAL_RUN_STATES,
@@ -30,7 +32,7 @@ from wepush.server.domain import (
     sources_of,
 )
 
-from ._base import SqlRepository
+from ._base import SqlRepository, is_unique_violation
 from ._mapping import RowMapper
 from ._metadata import ID_LENGTH
 from ._tables_audience import audience_recipient
@@ -43,6 +45,73 @@ _RETRY = RowMapper(RetryItem, run_retry_item)
 _RECIPIENT = RowMapper(Recipient, audience_recipient, renames={"fields": "fields_json"})
 
 _UNSETTLED_ITEM_STATES = (ItemState.PENDING.value, ItemState.IN_FLIGHT.value)
+
+
+_ITEM_COLUMNS = (
+    "id",
+    "workspace_id",
+    "run_id",
+    "item_id",
+    "sequence",
+    "state",
+    "attempt",
+    "error_category",
+    "provider_code",
+    "diagnostic",
+    "external_request_id",
+    "finished_at",
+    "created_at",
+    "updated_at",
+    "version",
+)
+_INSERT_ITEMS = f"INSERT INTO run_item ({', '.join(_ITEM_COLUMNS)}) VALUES "  # noqa: S608 - constants
+# The drivers' own parameter styles: sqlite3's qmark and asyncpg's numbered dollars.
+INSERT_ITEMS_SQLITE = _INSERT_ITEMS + f"({', '.join('?' for _ in _ITEM_COLUMNS)})"
+_INSERT_ITEMS_POSTGRESQL = _INSERT_ITEMS + f"({', '.join(f'${n}' for n in range(1, len(_ITEM_COLUMNS) + 1))})"
+
+
+def sqlite_instant(value: datetime) -> str:
+    """What ``UtcDateTime`` stores on SQLite: naive UTC in SQLAlchemy's fixed-width text format."""
+    if value.utcoffset() is None:
+        raise ValueError("naive datetime given where a UTC instant is required")
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def _as_utc(value: datetime) -> datetime:
+    if value.utcoffset() is None:
+        raise ValueError("naive datetime given where a UTC instant is required")
+    return value.astimezone(UTC)
+
+
+def item_rows(
+    workspace_id: str,
+    run_id: str,
+    results: Iterable[ItemResult],
+    now: datetime,
+    instant: Callable[[datetime], Any],
+) -> list[tuple[Any, ...]]:
+    """``run_item`` rows for first deliveries, as driver parameters in ``_ITEM_COLUMNS`` order."""
+    stamp = instant(now)
+    return [
+        (
+            new_id(),
+            workspace_id,
+            run_id,
+            r.item_id,
+            r.sequence,
+            r.state.value,
+            r.attempt,
+            r.error_category,
+            r.provider_code,
+            r.diagnostic,
+            r.external_request_id,
+            None if r.finished_at is None else instant(r.finished_at),
+            stamp,
+            stamp,
+            1,
+        )
+        for r in results
+    ]
 
 
 def _run_key(r: Run) -> Keyset:
@@ -197,6 +266,15 @@ class SqlRunRepository(SqlRepository):
 
 class SqlRunItemRepository(SqlRepository):
     async def record_results(self, workspace_id: str, run_id: str, results: Sequence[ItemResult]) -> int:
+        """Store each item's outcome, idempotently: a newer attempt replaces an older one, the same attempt
+        only settles an item still PENDING/IN_FLIGHT, anything else is left as it is.
+
+        Almost every batch holds items this run has not recorded yet (their first delivery), so it is
+        first tried as one plain driver-level ``INSERT`` executemany of pre-built tuples inside a
+        savepoint. A unique violation means the batch, or part of it, was delivered before (a retried
+        append, a recovery settling what an executor left): the savepoint is rolled back and the batch
+        goes through the conditional upsert instead.
+        """
         if not results:
             return 0
         now = self._clock()
@@ -206,6 +284,32 @@ class SqlRunItemRepository(SqlRepository):
             kept = latest.get(result.item_id)
             if kept is None or result.attempt > kept.attempt:
                 latest[result.item_id] = result
+        if await self._insert_new(workspace_id, run_id, latest.values(), now):
+            return len(latest)
+        return await self._upsert(workspace_id, run_id, latest.values(), now)
+
+    async def _insert_new(
+        self, workspace_id: str, run_id: str, results: Collection[ItemResult], now: datetime
+    ) -> bool:
+        """The first-delivery fast path; ``False`` (and nothing written) if any item is already stored."""
+        instant: Callable[[datetime], Any]
+        if self._is_postgresql:
+            sql, instant = _INSERT_ITEMS_POSTGRESQL, _as_utc
+        else:
+            sql, instant = INSERT_ITEMS_SQLITE, sqlite_instant
+        rows = item_rows(workspace_id, run_id, results, now, instant)
+        try:
+            async with self._conn.begin_nested():
+                await self._conn.exec_driver_sql(sql, rows)
+        except IntegrityError as error:
+            if is_unique_violation(error):
+                return False
+            raise
+        return True
+
+    async def _upsert(
+        self, workspace_id: str, run_id: str, results: Collection[ItemResult], now: datetime
+    ) -> int:
         params = [
             {
                 "id": new_id(),
@@ -224,7 +328,7 @@ class SqlRunItemRepository(SqlRepository):
                 "updated_at": now,
                 "version": 1,
             }
-            for r in latest.values()
+            for r in results
         ]
         stmt = (postgresql.insert if self._is_postgresql else sqlite.insert)(run_item)
         excluded = stmt.excluded

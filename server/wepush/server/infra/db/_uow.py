@@ -190,5 +190,10 @@ class SqlUnitOfWorkFactory:
     def engine(self) -> AsyncEngine:
         return self._engine
 
+    @property
+    def clock(self) -> Clock:
+        """The clock the repositories stamp rows with."""
+        return self._clock
+
     def __call__(self, *, read_only: bool = False) -> SqlUnitOfWork:
         return SqlUnitOfWork(self._engine, clock=self._clock, read_only=read_only)

@@ -52,6 +52,7 @@ from wepush.server.domain import (
     utc_now,
 )
 from wepush.server.domain.secrets import SecretStore
+from wepush.server.infra.db import SqliteExecutionLedger, execution_ledger
 
 from ._registration import register_agent
 from ._settings import EXPIRED_CAUSE, RESTART_CAUSE, EmbeddedAgentSettings
@@ -87,6 +88,7 @@ class EmbeddedAgent:
         self._clock = clock
         self._version = agent_version
         engine = ExecutionEngine(providers.get, replace(s.engine_options, capacity=s.max_concurrency))
+        self._ledger = execution_ledger(uow)
         self._context = ExecutionContext(
             uow=uow,
             engine=engine,
@@ -97,6 +99,7 @@ class EmbeddedAgent:
             retention=s.retention,
             engine_clock=engine_clock or SystemClock(),
             settle_batch_size=s.settle_batch_size,
+            ledger=self._ledger,
         )
         self._recovery = RunRecovery(
             uow=uow,
@@ -196,6 +199,8 @@ class EmbeddedAgent:
             if hint is not None:
                 hint.close()
         await self._heartbeat(AgentStatus.STOPPED)
+        if isinstance(self._ledger, SqliteExecutionLedger):
+            self._ledger.close()
 
     async def _wait_runs(self, seconds: float) -> bool:
         if not self._tasks:

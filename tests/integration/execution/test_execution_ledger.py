@@ -1,0 +1,204 @@
+"""Every ExecutionLedger behaves like the reference spelled with units of work: the same pages, the same
+fence, the same idempotent results, the same rising mark. On SQLite both ledgers are checked."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from tests.integration.execution._world import World, build_world, create_run
+from wepush.server.application.execution import (
+    ExecutionLedger,
+    RecipientScope,
+    UnitOfWorkLedger,
+    move_run,
+)
+from wepush.server.domain import (
+    RESENDABLE_ITEM_STATES,
+    Agent,
+    AgentKind,
+    ClaimedLease,
+    ItemResult,
+    ItemState,
+    LeaseExpired,
+    LeaseFence,
+    PageRequest,
+    Run,
+    RunState,
+    RunStateConflict,
+    utc_now,
+)
+from wepush.server.infra.db import SqliteExecutionLedger, SqlUnitOfWorkFactory
+from wepush.server.infra.secrets import LocalEnvelopeSecretStore
+
+LedgerFactory = Callable[[SqlUnitOfWorkFactory], ExecutionLedger]
+
+
+@pytest.fixture(params=["reference", "sqlite"])
+def make_ledger(request: pytest.FixtureRequest, database_backend: str) -> LedgerFactory:
+    if request.param == "reference":
+        return UnitOfWorkLedger
+    if database_backend != "sqlite":
+        pytest.skip("the loop-side ledger is for SQLite only")
+    return SqliteExecutionLedger
+
+
+@pytest.fixture
+async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore) -> World:
+    return await build_world(uow, secret_store, recipients=12)
+
+
+async def _claim(uow: SqlUnitOfWorkFactory, world: World, run: Run) -> ClaimedLease:
+    now = utc_now()
+    async with uow() as unit:
+        agent = await unit.agents.add(
+            Agent(
+                workspace_id=world.workspace.id,
+                display_name=f"agent-{now.timestamp()}",
+                kind=AgentKind.EMBEDDED,
+                agent_version="0",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        claimed = await unit.leases.claim(
+            run.workspace_id,
+            run.id,
+            agent.id,
+            expires_at=now + timedelta(minutes=5),
+            ack_deadline=now + timedelta(minutes=5),
+        )
+    assert claimed is not None
+    return claimed
+
+
+def _result(sequence: int, state: ItemState = ItemState.SUCCEEDED, attempt: int = 1) -> ItemResult:
+    return ItemResult(
+        item_id=f"item-{sequence}",
+        sequence=sequence,
+        state=state,
+        attempt=attempt,
+        error_category=None if state is ItemState.SUCCEEDED else "TEMPORARY_REMOTE",
+        provider_code="OK" if state is ItemState.SUCCEEDED else "HTTP_503",
+        finished_at=utc_now(),
+    )
+
+
+async def test_recipient_pages_follow_the_sequence_and_a_resend_reads_only_its_retry_set(
+    uow: SqlUnitOfWorkFactory, world: World, make_ledger: LedgerFactory
+) -> None:
+    ledger = make_ledger(uow)
+    run = await create_run(uow, world)
+    scope = RecipientScope(run.workspace_id, run.id, run.audience_snapshot_id, resend=False)
+    first = await ledger.read_recipients(scope, None, 5)
+    rest = await ledger.read_recipients(scope, first.next_after, 100)
+    assert [r.sequence for r in first.items] == [1, 2, 3, 4, 5]
+    assert first.next_after == 5
+    assert [r.sequence for r in rest.items] == list(range(6, 13))
+    assert rest.next_after is None
+    async with uow(read_only=True) as unit:
+        stored = await unit.audiences.list_recipients(run.audience_snapshot_id, _page(5))
+    assert first.items == stored.items
+
+    claimed = await _claim(uow, world, run)
+    failed = [_result(n, ItemState.FAILED) for n in (2, 7, 11)]
+    await ledger.record_results(claimed.fence, utc_now(), run.workspace_id, run.id, failed)
+    resend = await create_run(uow, world)
+    async with uow() as unit:
+        await unit.run_items.create_retry_set(resend.id, run.id, RESENDABLE_ITEM_STATES)
+    retry_scope = RecipientScope(resend.workspace_id, resend.id, resend.audience_snapshot_id, resend=True)
+    page = await ledger.read_recipients(retry_scope, None, 2)
+    last = await ledger.read_recipients(retry_scope, page.next_after, 2)
+    assert [r.sequence for r in page.items + last.items] == [2, 7, 11]
+    assert last.next_after is None
+
+
+async def test_results_are_recorded_once_and_a_redelivered_batch_changes_nothing_but_newer_attempts(
+    uow: SqlUnitOfWorkFactory, world: World, make_ledger: LedgerFactory
+) -> None:
+    ledger = make_ledger(uow)
+    run = await create_run(uow, world)
+    claimed = await _claim(uow, world, run)
+    now = utc_now()
+    first = [_result(1), _result(2, ItemState.FAILED), _result(3)]
+    await ledger.record_results(claimed.fence, now, run.workspace_id, run.id, first)
+    async with uow(read_only=True) as unit:
+        stored = await unit.run_items.get(run.id, "item-2")
+    # The same batch again (a retried append), plus a newer attempt of item 2 and a new item 4.
+    again = [*first, _result(2, ItemState.SUCCEEDED, attempt=2), _result(4)]
+    await ledger.record_results(claimed.fence, now, run.workspace_id, run.id, again)
+    # A stale attempt never overwrites a newer one.
+    await ledger.record_results(claimed.fence, now, run.workspace_id, run.id, [_result(2, ItemState.FAILED)])
+    async with uow(read_only=True) as unit:
+        counts = await unit.run_items.count_by_state(run.id)
+        item = await unit.run_items.get(run.id, "item-2")
+        page = await unit.run_items.list_page(run.id, _page(10))
+    assert counts == {ItemState.SUCCEEDED: 4}
+    assert stored is not None
+    assert (stored.state, stored.attempt, stored.provider_code) == (ItemState.FAILED, 1, "HTTP_503")
+    assert stored.finished_at == first[1].finished_at
+    assert item is not None
+    assert (item.state, item.attempt, item.version) == (ItemState.SUCCEEDED, 2, 2)
+    assert [i.sequence for i in page.items] == [1, 2, 3, 4]
+
+
+async def test_the_mark_only_rises_and_every_write_proves_the_fence(
+    uow: SqlUnitOfWorkFactory, world: World, make_ledger: LedgerFactory
+) -> None:
+    ledger = make_ledger(uow)
+    run = await create_run(uow, world)
+    claimed = await _claim(uow, world, run)
+    now = utc_now()
+    await ledger.mark_dispatched(claimed.fence, now, run.workspace_id, run.id, 10)
+    await ledger.mark_dispatched(claimed.fence, now, run.workspace_id, run.id, 4)
+    async with uow(read_only=True) as unit:
+        assert await unit.runs.dispatch_mark(run.workspace_id, run.id) == 10
+
+    forged = LeaseFence(claimed.lease.id, claimed.lease.epoch + 1, claimed.token)
+    expired_at = claimed.lease.expires_at + timedelta(seconds=1)
+    for fence, at in ((forged, now), (claimed.fence, expired_at)):
+        with pytest.raises(LeaseExpired):
+            await ledger.mark_dispatched(fence, at, run.workspace_id, run.id, 12)
+        with pytest.raises(LeaseExpired):
+            await ledger.record_results(fence, at, run.workspace_id, run.id, [_result(1)])
+    async with uow(read_only=True) as unit:
+        assert await unit.runs.dispatch_mark(run.workspace_id, run.id) == 10
+        assert await unit.run_items.count_by_state(run.id) == {}
+
+    async with uow() as unit:
+        assert await move_run(unit, run.workspace_id, run.id, RunState.FAILED) is RunState.FAILED
+    with pytest.raises(RunStateConflict):
+        await ledger.mark_dispatched(claimed.fence, now, run.workspace_id, run.id, 12)
+
+
+def _page(limit: int) -> PageRequest[int]:
+    return PageRequest(limit=limit)
+
+
+async def test_the_sqlite_ledger_waits_for_the_write_lock_without_blocking_the_loop(
+    uow: SqlUnitOfWorkFactory, world: World, database_backend: str
+) -> None:
+    if database_backend != "sqlite":
+        pytest.skip("SQLite's single write lock")
+    ledger = SqliteExecutionLedger(uow)
+    run = await create_run(uow, world)
+    claimed = await _claim(uow, world, run)
+    try:
+        async with uow() as writer:  # BEGIN IMMEDIATE: this connection holds the write lock
+            await writer.runs.get(run.workspace_id, run.id)
+            marking = asyncio.create_task(
+                ledger.mark_dispatched(claimed.fence, utc_now(), run.workspace_id, run.id, 7)
+            )
+            # Blocking on the lock would stall the loop (and this writer with it) until the busy timeout
+            # failed the mark; instead the ledger yields and tries again while the loop keeps turning.
+            for _ in range(20):
+                await asyncio.sleep(0.005)
+            assert not marking.done()
+        await marking
+    finally:
+        ledger.close()
+    async with uow(read_only=True) as unit:
+        assert await unit.runs.dispatch_mark(run.workspace_id, run.id) == 7
