@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -14,6 +15,7 @@ from wepush.server.application.execution import (
     RunAvailabilityNotifier,
     ack_message,
     engine_command,
+    item_id_for,
     parse_range_header,
     path_to,
 )
@@ -120,3 +122,15 @@ def test_an_acknowledgement_message_names_the_code_and_the_allowed_range() -> No
     assert ack_message(refused) == (
         "CONCURRENCY_OUT_OF_RANGE: target must lie within [1, 10] (allowed range 1..10)"
     )
+
+
+@pytest.mark.parametrize(
+    ("run_id", "snapshot_id", "sequence"),
+    [("run-1", "snap-1", 1), ("01a232d7-ca82-7736-92fa-9cf2bfb9fb92", "x" * 64, 10**12), ("中", "é", 0)],
+)
+def test_item_ids_are_rfc4122_name_based_uuids_of_run_snapshot_and_sequence(
+    run_id: str, snapshot_id: str, sequence: int
+) -> None:
+    namespace = uuid.UUID("0b6c4f35-5b7e-4f4e-9a57-6d2f5e0c9a11")
+    expected = str(uuid.uuid5(namespace, f"{run_id}/{snapshot_id}/{sequence}"))
+    assert item_id_for(run_id, snapshot_id, sequence) == expected

@@ -23,6 +23,9 @@ __all__ = [
     "RunSummary",
 ]
 
+json_line = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Compact JSON text as the artifact lines use it (one encoder, instead of one per ``json.dumps`` call)."""
+
 # The provider's default retry hint per category; the engine's RetryPolicy has the final word.
 DEFAULT_RETRYABLE: frozenset[ErrorCategory] = frozenset(
     {ErrorCategory.RATE_LIMITED, ErrorCategory.TEMPORARY_REMOTE, ErrorCategory.NETWORK, ErrorCategory.TIMEOUT}
@@ -149,7 +152,7 @@ class ItemResult:
 
     def to_json_line(self) -> str:
         """One compact JSON line without the trailing newline."""
-        return json.dumps(self.to_json_dict(), ensure_ascii=False, separators=(",", ":"))
+        return json_line(self.to_json_dict())
 
 
 @dataclass(frozen=True, slots=True)

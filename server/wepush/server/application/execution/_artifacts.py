@@ -113,6 +113,10 @@ class RunArtifactWriter:
         self._clock = clock
         self._retention = retention
 
+    @property
+    def run_id(self) -> str:
+        return self._run_id
+
     async def begin(self, kind: ArtifactKind) -> _OpenFile:
         now = self._clock()
         artifact_id = new_id()
@@ -205,25 +209,52 @@ def _with_state(artifact: Artifact, state: ArtifactState) -> Artifact:
     return replace(artifact, state=state)
 
 
-def _csv_row(cells: list[Any]) -> bytes:
+# Cells the engine formats itself (integers, enum names, ISO instants, None): nothing a spreadsheet could
+# take for a formula, so only the other columns go through ``neutralize_csv_cell``. The csv module writes
+# None as an empty cell and integers as digits, exactly as ``neutralize_csv_cell`` would.
+_ENGINE_FORMATTED = frozenset(
+    {"sequence", "state", "attempt", "errorCategory", "startedAt", "finishedAt", "latencyMs"}
+)
+_CSV_COLUMNS = tuple((name, name not in _ENGINE_FORMATTED) for name in CSV_BASE_COLUMNS)
+# What ``ItemResult.to_json_line`` uses: compact, UTF-8 kept readable.
+_json_line = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# Lines are collected per file and handed to the store in chunks of about this size.
+_CHUNK_BYTES = 64 * 1024
+
+
+class _Buffered:
+    """Text waiting for one open file: JSON lines, or CSV rows as cell lists."""
+
+    __slots__ = ("file", "lines", "rows", "size")
+
+    def __init__(self, file: _OpenFile) -> None:
+        self.file = file
+        self.lines: list[str] = []
+        self.rows: list[list[Any]] = []
+        self.size = 0
+
+
+def _csv_text(rows: list[list[Any]]) -> str:
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerow(cells)
-    return buffer.getvalue().encode("utf-8")
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
 
 
 class ResultArtifacts:
     """The engine's ArtifactSink: one JSON Lines file per outcome plus a formula-safe CSV of every item.
 
     Files are begun on their first item, so an outcome nobody reached leaves no empty artifact behind.
-    A file whose upload fails is discarded (row FAILED) and later writes to it fail fast; the engine then
-    stops feeding this sink without stopping the run.
+    Each item's ``item-result`` dict is built once and serves both its JSON line and its CSV row; text is
+    collected per file and written to the store in chunks (and at ``close``). A file whose upload fails
+    is discarded (row FAILED) and later writes to it fail fast; the engine then stops feeding this sink
+    without stopping the run. A write that fails has buffered nothing, so the engine may retry it.
     """
 
     def __init__(self, writer: RunArtifactWriter, *, csv_export: bool = True) -> None:
         self._writer = writer
-        self._files: dict[ItemState, _OpenFile] = {}
+        self._files: dict[ItemState, _Buffered] = {}
         self._csv_enabled = csv_export
-        self._csv: _OpenFile | None = None
+        self._csv: _Buffered | None = None
         self._csv_fields: tuple[str, ...] = ()
         self._closed = False
 
@@ -231,38 +262,63 @@ class ResultArtifacts:
         return None
 
     async def write(self, item_result: ItemResult) -> None:
+        row = item_result.to_json_dict()
+        recipient: Mapping[str, Any] = row["recipient"] or {}
         file = self._files.get(item_result.state)
         if file is None:
-            file = await self._writer.begin(ARTIFACT_KINDS[item_result.state])
+            file = _Buffered(await self._writer.begin(ARTIFACT_KINDS[item_result.state]))
             self._files[item_result.state] = file
-        await self._writer.write(file, (item_result.to_json_line() + "\n").encode("utf-8"))
-        file.records += 1
-        if self._csv_enabled:
-            await self._write_csv(item_result)
-
-    async def _write_csv(self, item: ItemResult) -> None:
-        row = item.to_json_dict()
-        recipient: Mapping[str, Any] = row.get("recipient") or {}
-        if self._csv is None:
-            self._csv = await self._writer.begin(CSV_EXPORT)
+        csv_file = self._csv
+        if self._csv_enabled and csv_file is None:
+            csv_file = self._csv = _Buffered(await self._writer.begin(CSV_EXPORT))
             self._csv_fields = tuple(sorted(recipient))
-            header = [*CSV_BASE_COLUMNS, *(f"recipient.{name}" for name in self._csv_fields)]
-            await self._writer.write(self._csv, _csv_row(header))
-        cells = [neutralize_csv_cell(row.get(column)) for column in CSV_BASE_COLUMNS]
-        cells += [neutralize_csv_cell(recipient.get(name)) for name in self._csv_fields]
-        await self._writer.write(self._csv, _csv_row(cells))
-        self._csv.records += 1
+            csv_file.rows.append([*CSV_BASE_COLUMNS, *(f"recipient.{name}" for name in self._csv_fields)])
+        for target in (file, csv_file):
+            if target is not None and target.file.broken:
+                name = target.file.kind.file_name
+                raise RuntimeError(f"artifact {name} of run {self._writer.run_id} failed earlier")
+        # Flush what is already buffered first: a failure then leaves this item unbuffered.
+        if file.size >= _CHUNK_BYTES:
+            await self._flush(file)
+        if csv_file is not None and csv_file.size >= _CHUNK_BYTES:
+            await self._flush(csv_file)
+        line = _json_line(row) + "\n"
+        file.lines.append(line)
+        file.size += len(line)
+        file.file.records += 1
+        if csv_file is not None:
+            neutralize = neutralize_csv_cell
+            cells = [neutralize(row[name]) if unsafe else row[name] for name, unsafe in _CSV_COLUMNS]
+            cells += [neutralize(recipient.get(name)) for name in self._csv_fields]
+            csv_file.rows.append(cells)
+            # Rough size: a CSV row is about as long as the JSON line it was taken from.
+            csv_file.size += len(line)
+            csv_file.file.records += 1
+
+    async def _flush(self, buffered: _Buffered) -> None:
+        if buffered.rows:
+            text = _csv_text(buffered.rows)
+        elif buffered.lines:
+            text = "".join(buffered.lines)
+        else:
+            return
+        buffered.lines, buffered.rows, buffered.size = [], [], 0
+        await self._writer.write(buffered.file, text.encode("utf-8"))
+
+    def _open(self) -> list[_Buffered]:
+        return [*self._files.values(), *([] if self._csv is None else [self._csv])]
 
     async def close(self) -> tuple[ArtifactRef, ...]:
         if self._closed:
             return ()
         self._closed = True
         refs: list[ArtifactRef] = []
-        files = [*self._files.values(), *([] if self._csv is None else [self._csv])]
-        for file in files:
+        for buffered in self._open():
+            file = buffered.file
             if file.broken:
                 continue
             try:
+                await self._flush(buffered)
                 artifact = await self._writer.finish(file)
             except Exception:  # noqa: S112 - the writer recorded the file FAILED; the others still finish
                 continue
@@ -281,13 +337,13 @@ class ResultArtifacts:
     async def discard(self) -> None:
         """Abort every file still open (the run cannot finish normally)."""
         self._closed = True
-        for file in [*self._files.values(), *([] if self._csv is None else [self._csv])]:
-            await self._writer.fail(file)
+        for buffered in self._open():
+            await self._writer.fail(buffered.file)
 
     async def abandon(self) -> None:
         self._closed = True
-        for file in [*self._files.values(), *([] if self._csv is None else [self._csv])]:
-            await self._writer.abandon(file)
+        for buffered in self._open():
+            await self._writer.abandon(buffered.file)
 
 
 def log_line(

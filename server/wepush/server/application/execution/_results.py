@@ -18,14 +18,19 @@ if TYPE_CHECKING:
 __all__ = ["FencedResultSink", "engine_result", "stored_result"]
 
 
+# A dict lookup: calling an enum by value costs more than the rest of the mapping.
+_STORED_STATES = {state: ItemState(state.value) for state in EngineItemState}
+
+
 def stored_result(result: EngineItemResult) -> ItemResult:
     """What the run_item table keeps of an outcome (recipient fields and response bodies stay in artifacts)."""
+    category = result.error_category
     return ItemResult(
         item_id=result.item_id,
         sequence=result.sequence,
-        state=ItemState(result.state.value),
+        state=_STORED_STATES[result.state],
         attempt=result.attempt,
-        error_category=None if result.error_category is None else result.error_category.value,
+        error_category=None if category is None else category.value,
         provider_code=result.provider_code,
         diagnostic=result.diagnostic,
         external_request_id=result.external_request_id,

@@ -33,7 +33,8 @@ class EmbeddedAgentSettings:
     shutdown_grace: timedelta = timedelta(seconds=10)
     cancel_settle_timeout: timedelta = timedelta(seconds=30)
     """After the grace period the runs are cancelled; this bounds the wait for them to flush and finish."""
-    engine_options: EngineOptions = field(default_factory=EngineOptions)
+    engine_options: EngineOptions = field(default_factory=lambda: EngineOptions(result_batch_size=1000))
+    """The largest result batches the engine allows: half the append transactions of the default."""
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     settle_batch_size: int = 500
     claim_failure_limit: int = 20
