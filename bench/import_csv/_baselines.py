@@ -11,13 +11,13 @@ import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type informat
 from ._data import staging_tuples
 from ._postgres import dsn, temporary_database
 
-#: The shape of ``audience_import_row`` (columns, primary key, indexes), as the Service writes it.
+#: The shape of ``audience_import_row`` (columns, primary key, partial index), as the Service writes it.
 _STAGING_DDL = (
     "CREATE TABLE audience_import_row (import_id VARCHAR(64) NOT NULL, line_number BIGINT NOT NULL, "
     "item_key VARCHAR(256), fields_json TEXT, status VARCHAR(16) NOT NULL, reason_code VARCHAR(64), "
     "reason TEXT, raw TEXT, PRIMARY KEY (import_id, line_number))",
-    "CREATE INDEX ix_status ON audience_import_row (import_id, status, line_number)",
-    "CREATE INDEX ix_key ON audience_import_row (import_id, item_key)",
+    "CREATE INDEX ix_errors ON audience_import_row (import_id, line_number) "
+    "WHERE status IN ('REJECTED', 'DUPLICATE')",
 )
 _INSERT = "INSERT INTO audience_import_row VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 

@@ -21,7 +21,7 @@ from typing import Final, NamedTuple
 
 from wepush.server.domain import ImportFormat
 
-__all__ = ["ParsedRecord", "RecordProblem", "RecordReader", "RecordTooLong"]
+__all__ = ["ParsedRecord", "PlainLines", "ReadBlock", "RecordProblem", "RecordReader", "RecordTooLong"]
 
 #: Characters no database text column accepts (NUL) and undecodable bytes kept as lone surrogates.
 _UNSTORABLE: Final = re.compile("[\x00\udc80-\udcff]")
@@ -45,6 +45,20 @@ class ParsedRecord(NamedTuple):
     values: list[str] | None
     raw: str
     problem: str | None
+
+
+class PlainLines(NamedTuple):
+    """Complete lines, terminators removed, that need no CSV parsing: no quote, no NUL, no undecodable
+    byte and no carriage return but in a CRLF terminator. Each splits on the delimiter alone exactly as
+    ``csv`` would split it, which lets the row builder skip building a record per line. Blank lines
+    are kept: they count for line numbers."""
+
+    first_line_number: int
+    lines: list[str]
+
+
+#: What one ``feed``/``finish`` call completes: records, or a block of plain lines.
+ReadBlock = list[ParsedRecord] | PlainLines
 
 
 class RecordTooLong(Exception):
@@ -71,6 +85,8 @@ class RecordReader:
 
     Blank lines are skipped (they still count for line numbers). TXT records are one stripped value per
     line; CSV records follow RFC 4180 with the given delimiter (quoted fields may span lines).
+    ``feed_block``/``finish_block`` do the same, except that a block whose lines need no parsing comes
+    back as :class:`PlainLines` instead of records.
     """
 
     def __init__(
@@ -97,6 +113,23 @@ class RecordReader:
         return self._lines_done
 
     def feed(self, chunk: bytes) -> list[ParsedRecord]:
+        block = self._feed(chunk, plain=False)
+        assert isinstance(block, list)
+        return block
+
+    def finish(self) -> list[ParsedRecord]:
+        """Flush the last line (with or without a trailing newline) and any unfinished record."""
+        block = self._finish(plain=False)
+        assert isinstance(block, list)
+        return block
+
+    def feed_block(self, chunk: bytes) -> ReadBlock:
+        return self._feed(chunk, plain=True)
+
+    def finish_block(self) -> ReadBlock:
+        return self._finish(plain=True)
+
+    def _feed(self, chunk: bytes, *, plain: bool) -> ReadBlock:
         if self._finished:
             raise RuntimeError("the reader is finished")
         text = self._partial + self._decoder.decode(chunk)
@@ -106,10 +139,9 @@ class RecordReader:
             raise RecordTooLong(self._lines_done + len(self._carry) + text.count("\n", 0, cut) + 1, self._max)
         if cut == 0:
             return []
-        return self._records(text[:cut], final=False)
+        return self._records(text[:cut], final=False, plain=plain)
 
-    def finish(self) -> list[ParsedRecord]:
-        """Flush the last line (with or without a trailing newline) and any unfinished record."""
+    def _finish(self, *, plain: bool) -> ReadBlock:
         if self._finished:
             return []
         self._finished = True
@@ -117,11 +149,15 @@ class RecordReader:
         self._partial = ""
         if text and not text.endswith("\n"):
             text += "\n"
-        return self._records(text, final=True)
+        return self._records(text, final=True, plain=plain)
 
-    def _records(self, complete: str, *, final: bool) -> list[ParsedRecord]:
-        lines = [line + "\n" for line in complete[:-1].split("\n")] if complete else []
+    def _records(self, complete: str, *, final: bool, plain: bool) -> ReadBlock:
         suspicious = _UNSTORABLE.search(complete) is not None
+        if plain and not suspicious and not self._carry:
+            block = self._plain(complete)
+            if block is not None:
+                return block
+        lines = [line + "\n" for line in complete[:-1].split("\n")] if complete else []
         if not self._csv:
             return self._txt(lines, suspicious)
         if self._carry:
@@ -129,6 +165,23 @@ class RecordReader:
             lines = self._carry + lines
             self._carry = []
         return self._csv_records(lines, final=final, suspicious=suspicious)
+
+    def _plain(self, complete: str) -> PlainLines | None:
+        """The block as plain lines, or None when some line needs the CSV parser (a quote, or a carriage
+        return that does not end a line). A TXT line never does: it is only stripped."""
+        if not complete:
+            return None
+        if self._csv:
+            if '"' in complete:
+                return None
+            if "\r" in complete:
+                if complete.count("\r") != complete.count("\r\n"):
+                    return None
+                complete = complete.replace("\r\n", "\n")
+        lines = complete[:-1].split("\n")
+        first = self._lines_done + 1
+        self._lines_done += len(lines)
+        return PlainLines(first, lines)
 
     def _txt(self, lines: list[str], suspicious: bool) -> list[ParsedRecord]:
         base = self._lines_done

@@ -7,14 +7,24 @@ wins), so this step keeps no per-recipient state and its memory stays flat for a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import csv
+import operator
+from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring
 from typing import Final
 
 from wepush.server.application._deps import ImportLimits
 from wepush.server.application._import_errors import HeaderRejected, ImportLimitError
-from wepush.server.application._import_parser import ParsedRecord, RecordProblem
+from wepush.server.application._import_parser import ParsedRecord, PlainLines, ReadBlock, RecordProblem
 from wepush.server.application._import_settings import ImportSettings
-from wepush.server.domain import StagedRow, StagedRowStatus, canonical_json
+from wepush.server.domain import (
+    ImportFormat,
+    StagedRecord,
+    StagedRow,
+    StagedRowStatus,
+    canonical_json,
+    staged_record,
+)
 
 __all__ = ["MAX_ITEM_KEY_CHARS", "MAX_RAW_CHARS", "RowBuilder", "RowCode", "storable"]
 
@@ -114,6 +124,107 @@ class RowBuilder:
         self._width = len(columns)
         if len(self._key_fields) == 1:
             self._key_index = next(index for index, name in picks if name == self._key_fields[0])
+
+    def records(self, import_id: str, block: ReadBlock) -> list[StagedRecord]:
+        """The staged records of what the reader completed, reading the header from it first if due.
+        Every data record (every non-blank line of a plain block) gives exactly one staged record."""
+        if isinstance(block, PlainLines):
+            block = self._after_header(block)
+            return self.plain_records(import_id, block) if block.lines else []
+        start = 0
+        if block and self.awaiting_header:
+            self.header(block[0])
+            start = 1
+        build = self.build
+        return [staged_record(import_id, build(block[index])) for index in range(start, len(block))]
+
+    def _after_header(self, block: PlainLines) -> PlainLines:
+        """The block without its leading blank lines and header line, once the header is read from it."""
+        if not self.awaiting_header:
+            return block
+        txt = self._settings.format is ImportFormat.TXT
+        for index, line in enumerate(block.lines):
+            if txt and line.strip():
+                values = [line.strip()]
+            elif not txt and line:
+                values = line.split(self._settings.delimiter)
+            else:
+                continue
+            self.header(ParsedRecord(block.first_line_number + index, values, line, None))
+            return PlainLines(block.first_line_number + index + 1, block.lines[index + 1 :])
+        return PlainLines(block.first_line_number + len(block.lines), [])
+
+    def plain_records(self, import_id: str, block: PlainLines) -> list[StagedRecord]:
+        """The staged records of a block of plain lines: the same rows :meth:`build` makes of the same
+        lines, with no record or row object per line (the bulk of every real file takes this path)."""
+        out: list[StagedRecord] = []
+        append = out.append
+        line_number = block.first_line_number - 1
+        lines = block.lines
+        txt = self._settings.format is ImportFormat.TXT
+        start = 0
+        if self._columns is None:
+            # Without a header the first row decides the width; let the general path see it.
+            while start < len(lines) and self._columns is None:
+                self._build_one(import_id, line_number + start + 1, lines[start], txt, append)
+                start += 1
+        if start == len(lines):
+            return out
+        if self._key_index is None:
+            # No single identity column (dedupe keys, or none): the general path builds the key.
+            for index in range(start, len(lines)):
+                self._build_one(import_id, line_number + index + 1, lines[index], txt, append)
+            return out
+        width, key_index, max_field = self._width, self._key_index, self._max_field
+        delimiter, encode, accepted = self._settings.delimiter, self._encode_fields(), _ACCEPTED.value
+        # A field longer than csv's own limit is rejected by the parser, not by the field check.
+        parser_limit = csv.field_size_limit()
+        for index in range(start, len(lines)):
+            line = lines[index]
+            values = [line.strip()] if txt else line.split(delimiter)
+            if not values[0] and (txt or not line):
+                continue
+            key = values[key_index] if len(values) == width else ""
+            if (
+                not key
+                or len(key) > MAX_ITEM_KEY_CHARS
+                or (len(line) > max_field and max(map(len, values)) > min(max_field, parser_limit))
+            ):
+                self._build_one(import_id, line_number + index + 1, line, txt, append)
+                continue
+            append((import_id, line_number + index + 1, key, encode(values), accepted, None, None, None))
+        return out
+
+    def _build_one(
+        self, import_id: str, line_number: int, line: str, txt: bool, append: Callable[[StagedRecord], None]
+    ) -> None:
+        """One plain line through the general path (headerless first rows and every rejection)."""
+        if txt:
+            value = line.strip()
+            if value:
+                append(staged_record(import_id, self.build(ParsedRecord(line_number, [value], line, None))))
+            return
+        if not line:
+            return
+        values = line.split(self._settings.delimiter)
+        if max(map(len, values)) > csv.field_size_limit():
+            record = ParsedRecord(line_number, None, line, RecordProblem.FIELD_TOO_LONG)
+        else:
+            record = ParsedRecord(line_number, values, line, None)
+        append(staged_record(import_id, self.build(record)))
+
+    def _encode_fields(self) -> Callable[[list[str]], str]:
+        """values → the canonical JSON text of the mapped fields (keys sorted, as ``canonical_json``)."""
+        ordered = sorted(self._picks, key=lambda pick: pick[1])
+        template = (
+            "{" + ",".join(encode_basestring(name).replace("%", "%%") + ":%s" for _, name in ordered) + "}"
+        )
+        positions = [index for index, _ in ordered]
+        if len(positions) == 1:
+            (only,) = positions
+            return lambda values: template % encode_basestring(values[only])
+        pick = operator.itemgetter(*positions)
+        return lambda values: template % tuple(map(encode_basestring, pick(values)))
 
     def build(self, record: ParsedRecord) -> StagedRow:
         line, values, raw, problem = record

@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Final
 
 from wepush.server.application._deps import ImportLimits
 from wepush.server.application._import_errors import HeaderRejected, ImportLimitError, UploadTooLarge
-from wepush.server.application._import_parser import ParsedRecord, RecordReader, RecordTooLong
+from wepush.server.application._import_parser import PlainLines, ReadBlock, RecordReader, RecordTooLong
 from wepush.server.application._import_rows import RowBuilder
 from wepush.server.application._import_settings import ImportSettings
-from wepush.server.domain import StagedRow, UnitOfWorkFactory
+from wepush.server.domain import StagedRecord, UnitOfWorkFactory
 
 __all__ = ["STAGE_BATCH_ROWS", "StagingOutcome", "stage_upload"]
 
 #: Rows per staging transaction: large enough to amortise a commit, small enough to keep memory flat.
 STAGE_BATCH_ROWS: Final = 5000
+#: Lines turned into records between two yields to the event loop (a few milliseconds of work).
+_SLICE_LINES: Final = 1000
 _MIN_RECORD_CHARS: Final = 64 * 1024
 _MAX_RECORD_CHARS: Final = 16 * 1024 * 1024
 
@@ -49,7 +51,7 @@ class _BatchWriter:
         self._import_id = import_id
         self._inflight: asyncio.Task[int] | None = None
 
-    async def write(self, rows: list[StagedRow]) -> None:
+    async def write(self, rows: list[StagedRecord]) -> None:
         await self.drain()
         self._inflight = asyncio.create_task(self._stage(rows))
 
@@ -63,9 +65,9 @@ class _BatchWriter:
         with contextlib.suppress(Exception):
             await self.drain()
 
-    async def _stage(self, rows: list[StagedRow]) -> int:
+    async def _stage(self, rows: list[StagedRecord]) -> int:
         async with self._uow() as uow:
-            return await uow.audience_imports.stage_rows(self._import_id, rows)
+            return await uow.audience_imports.stage_records(rows)
 
 
 async def stage_upload(
@@ -87,33 +89,32 @@ async def stage_upload(
     )
     builder = RowBuilder(settings, limits)
     writer = _BatchWriter(uow, import_id)
-    pending: list[StagedRow] = []
+    pending: list[StagedRecord] = []
     received = 0
     rows = 0
 
-    def take(records: list[ParsedRecord]) -> None:
+    async def take(block: ReadBlock) -> None:
+        # In slices, yielding to the loop in between: the write in flight needs the loop for each of
+        # its round trips to the database, and a whole chunk parsed at once would hold them back.
         nonlocal rows
-        start = 0
-        if records and builder.awaiting_header:
-            builder.header(records[0])
-            start = 1
-        build = builder.build
-        for index in range(start, len(records)):
-            pending.append(build(records[index]))
-        rows += len(records) - start
-        if rows > limits.max_rows:
-            raise ImportLimitError(f"the file has more than {limits.max_rows} rows")
+        for piece in _slices(block):
+            records = builder.records(import_id, piece)
+            pending.extend(records)
+            rows += len(records)
+            if rows > limits.max_rows:
+                raise ImportLimitError(f"the file has more than {limits.max_rows} rows")
+            while len(pending) >= batch_rows:
+                await writer.write(pending[:batch_rows])
+                del pending[:batch_rows]
+            await asyncio.sleep(0)
 
     try:
         async for chunk in chunks:
             received += len(chunk)
             if received > limits.max_bytes:
                 raise UploadTooLarge(f"the file is larger than the import limit of {limits.max_bytes} bytes")
-            take(reader.feed(chunk))
-            while len(pending) >= batch_rows:
-                await writer.write(pending[:batch_rows])
-                del pending[:batch_rows]
-        take(reader.finish())
+            await take(reader.feed_block(chunk))
+        await take(reader.finish_block())
         if builder.awaiting_header:
             raise HeaderRejected("the file is empty: no header line was found")
         if pending:
@@ -127,3 +128,13 @@ async def stage_upload(
         await writer.abandon()
         raise
     return StagingOutcome(builder.source_columns, builder.fields, rows)
+
+
+def _slices(block: ReadBlock) -> Iterator[ReadBlock]:
+    if isinstance(block, PlainLines):
+        first, lines = block
+        for start in range(0, len(lines), _SLICE_LINES):
+            yield PlainLines(first + start, lines[start : start + _SLICE_LINES])
+    else:
+        for start in range(0, len(block), _SLICE_LINES):
+            yield block[start : start + _SLICE_LINES]

@@ -28,8 +28,10 @@ from ._audience import (
     ImportFormat,
     ImportState,
     Recipient,
+    StagedRecord,
     StagedRow,
     StagedRowStatus,
+    staged_record,
 )
 from ._common import Clock, JsonObject, canonical_json, content_hash, hash_token, new_id, sha256_hex, utc_now
 from ._errors import (
@@ -183,6 +185,7 @@ __all__ = [
     "ScheduleRepository",
     "SecretRecord",
     "SecretRecordRepository",
+    "StagedRecord",
     "StagedRow",
     "StagedRowStatus",
     "UnitOfWork",
@@ -203,5 +206,6 @@ __all__ = [
     "new_id",
     "sha256_hex",
     "sources_of",
+    "staged_record",
     "utc_now",
 ]

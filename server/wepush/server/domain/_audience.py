@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from ._common import JsonObject, new_id
+from ._common import JsonObject, canonical_json, new_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +90,27 @@ class StagedRow:
     reason_code: str | None = None
     reason: str | None = None
     raw: str | None = None
+
+
+#: A staged row as the bulk path writes it, in ``audience_import_row`` column order: import id, line
+#: number, item key, recipient fields as canonical JSON text, status, reason code, reason, raw line.
+#: Plain tuples because an import writes millions of them: a dataclass per row costs more than the
+#: database write it feeds.
+StagedRecord = tuple[str, int, str | None, str | None, str, str | None, str | None, str | None]
+
+
+def staged_record(import_id: str, row: StagedRow) -> StagedRecord:
+    fields = None if row.fields is None else canonical_json(row.fields)
+    return (
+        import_id,
+        row.line_number,
+        row.item_key,
+        fields,
+        row.status.value,
+        row.reason_code,
+        row.reason,
+        row.raw,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,7 +33,11 @@ def canonical_json(value: object) -> str:
     Content hashes, checksums and the SQLite JSON columns all use this form, so equal documents
     always produce equal bytes on every database.
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(value)
+
+
+# Built once: ``json.dumps`` with options builds a new encoder on every call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def sha256_hex(text: str | bytes) -> str:

@@ -12,6 +12,7 @@ from ._audience import (
     CommittedImport,
     ImportCounts,
     Recipient,
+    StagedRecord,
     StagedRow,
     StagedRowStatus,
 )
@@ -61,6 +62,11 @@ class AudienceImportRepository(Protocol):
     async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
         """Insert one batch of parsed rows (one ``executemany``). Call once per batch while streaming
         the upload, so the file is never held in memory. Returns the rows inserted."""
+        ...
+
+    async def stage_records(self, records: Sequence[StagedRecord]) -> int:
+        """:meth:`stage_rows` for rows already in their stored form (the upload's bulk path); every
+        record's import id must be the same open import."""
         ...
 
     async def mark_duplicates(self, import_id: str) -> int:

@@ -6,8 +6,24 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Collection, Sequence
 
-from sqlalchemy import String, Text, delete, func, insert, literal, select, type_coerce, update
+from sqlalchemy import (
+    String,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    literal_column,
+    null,
+    select,
+    text,
+    type_coerce,
+    update,
+)
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects.postgresql import JSONB
 
 from wepush.server.domain import (
     Audience,
@@ -24,9 +40,11 @@ from wepush.server.domain import (
     PageRequest,
     Recipient,
     ResourceReferences,
+    StagedRecord,
     StagedRow,
     StagedRowStatus,
     VersionConflict,
+    staged_record,
 )
 
 from . import _references as refs
@@ -35,6 +53,7 @@ from ._mapping import RowMapper
 from ._metadata import ID_LENGTH
 from ._repo_resources import _SoftDeletable
 from ._tables_audience import (
+    STAGED_ERRORS_PREDICATE,
     audience,
     audience_import,
     audience_import_row,
@@ -54,19 +73,52 @@ _IMPORT = RowMapper(
 _STAGED = RowMapper(StagedRow, audience_import_row, renames={"fields": "fields_json"})
 
 DUPLICATE_ITEM_KEY = "DUPLICATE_ITEM_KEY"
+_ERROR_STATUSES = frozenset({StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE})
 
 _STAGED_COLUMNS = tuple(audience_import_row.c.keys())
-# Compiled once: the staging executemany sends this text with plain tuples in ``_STAGED_COLUMNS`` order.
-_STAGE_SQLITE = str(insert(audience_import_row).compile(dialect=sqlite.dialect()))
+# One batch of staging records as a JSON array of arrays, unpacked by SQLite in ``_STAGED_COLUMNS`` order.
+# Compiled once; the rows are its one bound parameter.
+_BATCH = func.json_each(bindparam("rows")).table_valued("value")
+_STAGE_SQLITE = str(
+    insert(audience_import_row)
+    .from_select(
+        list(_STAGED_COLUMNS),
+        select(*(_BATCH.c.value.op("->>")(literal_column(str(i))) for i in range(len(_STAGED_COLUMNS)))),
+    )
+    .compile(dialect=sqlite.dialect())
+)
+_ACCEPTED_BATCH = func.json_each(bindparam("rows")).table_valued("value")
+_STAGE_ACCEPTED_SQLITE = str(
+    insert(audience_import_row)
+    .from_select(
+        list(_STAGED_COLUMNS),
+        select(
+            bindparam("import_id", type_=String()),
+            _ACCEPTED_BATCH.c.value.op("->>")(literal_column("0")),
+            _ACCEPTED_BATCH.c.value.op("->>")(literal_column("1")),
+            _ACCEPTED_BATCH.c.value.op("->>")(literal_column("2")),
+            bindparam("status", type_=String()),
+            null(),
+            null(),
+            null(),
+        ),
+    )
+    .compile(dialect=sqlite.dialect())
+)
+_batch_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _CHECKSUM_CHUNK = 5000
-_ACCEPTED_PG = (
-    "SELECT item_key, fields_json::text FROM audience_import_row "
+#: Sort memory for one import's duplicate ranking on PostgreSQL (transaction-local).
+_SORT_MEMORY = "64MB"
+# ``item_key TAB fields LF`` per accepted row, in each driver's own dialect and parameter style.
+_ACCEPTED_LINES_SQLITE = (
+    "SELECT item_key || char(9) || fields_json || char(10) FROM audience_import_row "
+    "WHERE import_id = ? AND status = ? ORDER BY line_number"
+)
+_ACCEPTED_LINES_PG = (
+    "SELECT item_key || chr(9) || fields_json || chr(10) FROM audience_import_row "
     "WHERE import_id = $1 AND status = $2 ORDER BY line_number"
 )
-# The same text as ``canonical_json`` (same options), without building an encoder for every row.
-_canonical_encoder = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
+_STAGED_ERRORS = text(STAGED_ERRORS_PREDICATE)
 
 
 class SqlAudienceRepository(_SoftDeletable):
@@ -180,37 +232,52 @@ class SqlAudienceImportRepository(SqlRepository):
         return _IMPORT.from_row(row)
 
     async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
-        if not rows:
+        return await self.stage_records([staged_record(import_id, row) for row in rows])
+
+    async def stage_records(self, records: Sequence[StagedRecord]) -> int:
+        if not records:
             return 0
         # The import hot path: plain tuples with the JSON already in its canonical text, handed to the
         # driver as they are (no per-row mapping or bind processing): COPY on PostgreSQL, one
         # executemany on SQLite.
-        encode = _canonical_encoder.encode
-        records = [
-            (
-                import_id,
-                row.line_number,
-                row.item_key,
-                None if row.fields is None else encode(row.fields),
-                row.status.value,
-                row.reason_code,
-                row.reason,
-                row.raw,
-            )
-            for row in rows
-        ]
         if self._is_postgresql:
             # COPY runs on the driver connection; a statement first makes sure the unit of work's
             # transaction has begun there, so the batch commits or rolls back with it.
-            await self._conn.execute(select(literal(1)))
+            # A staging batch need not wait for its WAL flush: the import's own state change that follows
+            # the last batch commits synchronously, which flushes every batch before it, and a crash
+            # before that leaves the import unfinished, never half staged and STAGED.
+            await self._conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
             driver = (await self._conn.get_raw_connection()).driver_connection
             assert driver is not None
             await driver.copy_records_to_table(
                 audience_import_row.name, records=records, columns=list(_STAGED_COLUMNS)
             )
         else:
-            await self._conn.exec_driver_sql(_STAGE_SQLITE, records)
+            await self._stage_sqlite(records)
         return len(records)
+
+    async def _stage_sqlite(self, records: Sequence[StagedRecord]) -> None:
+        """One statement per kind of row for the whole batch: SQLite unpacks the rows itself
+        (json_each), so the driver thread holds the GIL once per batch instead of once per row while the
+        event loop parses the next batch (an executemany would queue for the GIL between every two rows).
+        Accepted rows, nearly all of them, travel as ``[line, key, fields]`` only."""
+        import_id = records[0][0]
+        accepted = StagedRowStatus.ACCEPTED.value
+        plain: list[tuple[int, str | None, str | None]] = []
+        other: list[StagedRecord] = []
+        for record in records:
+            if record[0] != import_id:
+                raise ValueError("a staging batch belongs to one import")
+            if record[4] == accepted and record[5] is None and record[6] is None and record[7] is None:
+                plain.append((record[1], record[2], record[3]))
+            else:
+                other.append(record)
+        if plain:
+            await self._conn.exec_driver_sql(
+                _STAGE_ACCEPTED_SQLITE, (import_id, accepted, _batch_encoder.encode(plain))
+            )
+        if other:
+            await self._conn.exec_driver_sql(_STAGE_SQLITE, (_batch_encoder.encode(other),))
 
     async def mark_duplicates(self, import_id: str) -> int:
         row = audience_import_row
@@ -240,8 +307,10 @@ class SqlAudienceImportRepository(SqlRepository):
         )
         if self._is_postgresql:
             # Fresh statistics after the bulk load: estimating one row per import, the planner would
-            # re-run the ranking for every staged row instead of hashing it once.
+            # re-run the ranking for every staged row instead of hashing it once. The ranking sorts every
+            # accepted key; with the default 4 MB it would spill a large file's keys to disk.
             await self._conn.exec_driver_sql("ANALYZE audience_import_row")
+            await self._conn.exec_driver_sql(f"SET LOCAL work_mem = '{_SORT_MEMORY}'")
         result = await self._conn.execute(stmt)
         return int(result.rowcount)
 
@@ -267,7 +336,9 @@ class SqlAudienceImportRepository(SqlRepository):
         statuses: Collection[StagedRowStatus] | None = None,
     ) -> Page[StagedRow, int]:
         stmt = select(audience_import_row).where(audience_import_row.c.import_id == import_id)
-        if statuses is not None:
+        if statuses is not None and set(statuses) == _ERROR_STATUSES:
+            stmt = stmt.where(_STAGED_ERRORS)
+        elif statuses is not None:
             stmt = stmt.where(audience_import_row.c.status.in_([s.value for s in statuses]))
         return await self._sequence_page(
             stmt,
@@ -309,11 +380,13 @@ class SqlAudienceImportRepository(SqlRepository):
         )
         await self._conn.execute(audience_snapshot.insert().values(**_SNAPSHOT.to_values(snapshot)))
         staged = audience_import_row
+        # Staging keeps canonical text; the recipients column is JSONB on PostgreSQL.
+        fields = type_coerce(staged.c.fields_json, Text())
         copy = select(
             literal(snapshot.id, String(ID_LENGTH)),
             func.row_number().over(order_by=staged.c.line_number),
             staged.c.item_key,
-            staged.c.fields_json,
+            cast(fields, JSONB) if self._is_postgresql else fields,
         ).where(staged.c.import_id == audience_import_.id, staged.c.status == StagedRowStatus.ACCEPTED.value)
         await self._conn.execute(
             insert(audience_recipient).from_select(
@@ -373,28 +446,22 @@ class SqlAudienceImportRepository(SqlRepository):
         return digest.hexdigest(), count
 
     async def _accepted_lines(self, import_id: str) -> AsyncIterator[list[str]]:
-        """``item_key TAB canonical-fields LF`` of the accepted rows in line order, a chunk at a time."""
+        """``item_key TAB canonical-fields LF`` of the accepted rows in line order, a chunk at a time.
+
+        Staging stores the canonical text itself, so the database builds each line from the stored
+        text and the driver's own cursor (inside the unit of work's transaction) hands the lines over
+        without a per-row result layer."""
+        accepted = StagedRowStatus.ACCEPTED.value
+        driver = (await self._conn.get_raw_connection()).driver_connection
+        assert driver is not None
         if self._is_postgresql:
-            # JSONB has its own text form, so each document is parsed and re-encoded canonically. The
-            # driver's own cursor (inside the unit of work's transaction) skips a per-row result layer.
-            driver = (await self._conn.get_raw_connection()).driver_connection
-            assert driver is not None
-            cursor = await driver.cursor(_ACCEPTED_PG, import_id, StagedRowStatus.ACCEPTED.value)
-            encode, parse = _canonical_encoder.encode, json.loads
+            cursor = await driver.cursor(_ACCEPTED_LINES_PG, import_id, accepted)
             while records := await cursor.fetch(_CHECKSUM_CHUNK):
-                yield [f"{key}\t{encode(parse(text))}\n" for key, text in records]
+                yield [line for (line,) in records]
             return
-        # SQLite stores the canonical text itself: hash it as stored.
-        staged = audience_import_row
-        stmt = (
-            select(staged.c.item_key, type_coerce(staged.c.fields_json, Text()))
-            .where(staged.c.import_id == import_id, staged.c.status == StagedRowStatus.ACCEPTED.value)
-            .order_by(staged.c.line_number)
-            .execution_options(yield_per=_CHECKSUM_CHUNK)
-        )
-        result = await self._conn.stream(stmt)
-        async for chunk in result.partitions(_CHECKSUM_CHUNK):
-            yield [f"{key}\t{text}\n" for key, text in chunk]
+        async with driver.execute(_ACCEPTED_LINES_SQLITE, (import_id, accepted)) as rows:
+            while records := await rows.fetchmany(_CHECKSUM_CHUNK):
+                yield [line for (line,) in records]
 
     async def discard_staging(self, import_id: str) -> int:
         result = await self._conn.execute(

@@ -9,7 +9,6 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
-    ForeignKey,
     Index,
     Integer,
     PrimaryKeyConstraint,
@@ -17,12 +16,16 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from ._metadata import ID_LENGTH, audit_columns, id_column, metadata, ref_column, workspace_column
-from ._types import JSON_DOCUMENT, UtcDateTime
+from ._types import JSON_DOCUMENT, CanonicalJSON, UtcDateTime
 
 ITEM_KEY_LENGTH = 256
+#: The staged rows an error page lists. Queries repeat this text with literal values, so that both
+#: databases can prove it and use the partial index (SQLite cannot with bound parameters).
+STAGED_ERRORS_PREDICATE = "status IN ('REJECTED', 'DUPLICATE')"
 
 audience = Table(
     "audience",
@@ -63,20 +66,30 @@ audience_import = Table(
     Index(None, "state", "expires_at"),
 )
 
+# Staging rows are temporary bulk data written a million at a time, so they carry only what the import
+# needs: the primary key (line order, for previews, error pages and the commit's copy) and a partial index
+# over the few rejected and duplicate rows (error pages). No foreign key: it would be checked per row,
+# and staging rows are only ever written and discarded through their import. The fields are canonical
+# JSON text on every database, hashed as stored for the snapshot checksum.
 audience_import_row = Table(
     "audience_import_row",
     metadata,
-    Column("import_id", String(ID_LENGTH), ForeignKey("audience_import.id"), nullable=False),
+    Column("import_id", String(ID_LENGTH), nullable=False),
     Column("line_number", BigInteger, nullable=False),
     Column("item_key", String(ITEM_KEY_LENGTH), nullable=True),
-    Column("fields_json", JSON_DOCUMENT, nullable=True),
+    Column("fields_json", CanonicalJSON(), nullable=True),
     Column("status", String(16), nullable=False),
     Column("reason_code", String(64), nullable=True),
     Column("reason", Text, nullable=True),
     Column("raw", Text, nullable=True),
     PrimaryKeyConstraint("import_id", "line_number"),
-    Index(None, "import_id", "status", "line_number"),
-    Index(None, "import_id", "item_key"),
+    Index(
+        "ix_audience_import_row_errors",
+        "import_id",
+        "line_number",
+        sqlite_where=text(STAGED_ERRORS_PREDICATE),
+        postgresql_where=text(STAGED_ERRORS_PREDICATE),
+    ),
 )
 
 audience_snapshot = Table(
@@ -97,16 +110,21 @@ audience_snapshot = Table(
 audience_recipient = Table(
     "audience_recipient",
     metadata,
-    Column("snapshot_id", String(ID_LENGTH), ForeignKey("audience_snapshot.id"), nullable=False),
+    # Recipients are written only by an import's commit, in the same transaction that creates their
+    # snapshot, and snapshots are never deleted apart from their recipients; a foreign key would be
+    # checked for each of the million rows of a large commit.
+    Column("snapshot_id", String(ID_LENGTH), nullable=False),
     Column("sequence", BigInteger, nullable=False),
     Column("item_key", String(ITEM_KEY_LENGTH), nullable=False),
     Column("fields_json", JSON_DOCUMENT, nullable=False),
+    # One row per item key is guaranteed by the import (every later occurrence is marked DUPLICATE
+    # before the commit copies the accepted rows), so no unique index is maintained for it.
     PrimaryKeyConstraint("snapshot_id", "sequence"),
-    UniqueConstraint("snapshot_id", "item_key"),
 )
 
 __all__ = [
     "ITEM_KEY_LENGTH",
+    "STAGED_ERRORS_PREDICATE",
     "audience",
     "audience_import",
     "audience_import_row",
