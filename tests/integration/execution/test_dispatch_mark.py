@@ -4,6 +4,7 @@ writers recording results, and the mark is durable before the engine receives a 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
@@ -90,23 +91,35 @@ async def test_recipients_are_read_while_a_writer_holds_the_run_and_handed_out_o
     guard = LeaseGuard(uow, claimed.fence, utc_now)
     source = SnapshotRecipientSource(counting, guard, snapshot, UnitOfWorkLedger(counting))
 
+    async def mark() -> int:
+        async with uow(read_only=True) as unit:
+            return await unit.runs.dispatch_mark(run.workspace_id, run.id)
+
     first = await source.next_batch(10)
     assert [r.sequence for r in first] == list(range(1, 11))
-    reads_before = counting.reads_done
+    # Handing out 1..10 raised the mark one batch further, to 20, in the background.
+    await eventually(lambda: _equal(mark(), 20), within=5, what="the mark raised ahead")
     # A writer (as a result append would) holds the run: SQLite's write lock, PostgreSQL's row lock.
     async with uow() as writer:
         await writer.runs.mark_dispatched(run.workspace_id, run.id, through_sequence=10)
-        reading = asyncio.create_task(source.next_batch(10))
-        # The read itself completes under the writer; only the mark waits for it.
+        # 11..20 are covered already: they are read and handed out while the writer holds the run.
+        second = await asyncio.wait_for(source.next_batch(10), timeout=3)
+        assert [r.sequence for r in second] == list(range(11, 21))
+        reads_before = counting.reads_done
+        third = asyncio.create_task(source.next_batch(10))
+        # 21..25 are read under the writer too, but wait for their mark (raised ahead to the audience's
+        # last sequence, 25), which waits for the writer.
         await eventually(lambda: _true(counting.reads_done > reads_before), within=3, what="the read")
         await asyncio.sleep(0.05)
-        assert not reading.done()
-    second = await reading
-    assert [r.sequence for r in second] == list(range(11, 21))
-    async with uow(read_only=True) as unit:
-        assert await unit.runs.dispatch_mark(run.workspace_id, run.id) == 20
-    assert [r.sequence for r in await source.next_batch(10)] == list(range(21, 26))
+        assert not third.done()
+    assert [r.sequence for r in await third] == list(range(21, 26))
+    assert await mark() == 25
     assert list(await source.next_batch(10)) == []
+    await source.close()
+
+
+async def _equal(value: Awaitable[int], expected: int) -> bool:
+    return await value == expected
 
 
 async def _true(value: bool) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -67,10 +69,14 @@ class SnapshotRecipientSource:
     """The engine's RecipientSource.
 
     Each batch is read read-only, which in WAL mode (and on PostgreSQL) never waits for the writers
-    recording results, so the engine's read-ahead is not held up by them. Before the batch is returned,
-    a short fenced write raises the run's dispatch high-water mark to the batch's last sequence: the
-    engine may hand a record to a provider as soon as it has it, so the mark is always at or above every
-    item that may have been sent, and a recovery never takes such an item for UNSENT.
+    recording results, so the engine's read-ahead is not held up by them.
+
+    The run's dispatch high-water mark is always at or above the last sequence of every batch returned
+    (the engine may hand a record to a provider as soon as it has it), so a recovery never takes an item
+    that may have been sent for UNSENT. A batch is returned only once its mark is stored; so that this
+    rarely means waiting for a writer, the mark is raised one batch further in the background as each
+    batch is returned: the next batch normally finds its mark stored already. The price is precision
+    after a crash: up to one batch beyond what was read counts as possibly sent (UNKNOWN).
     """
 
     def __init__(
@@ -87,6 +93,10 @@ class SnapshotRecipientSource:
         self._scope = RecipientScope.of(snapshot)
         self._after: int | None = None
         self._exhausted = False
+        self._marked = 0
+        """The highest mark known to be stored."""
+        self._marking: asyncio.Task[None] | None = None
+        self._marking_to = 0
 
     async def open(self) -> None:
         async with self._uow(read_only=True) as uow:
@@ -95,22 +105,50 @@ class SnapshotRecipientSource:
     async def next_batch(self, max_items: int) -> Sequence[RecipientRecord]:
         if self._exhausted:
             return ()
-        snapshot, ledger, guard = self._snapshot, self._ledger, self._guard
-        after = self._after
+        ledger, after = self._ledger, self._after
         page = await retrying(lambda: ledger.read_recipients(self._scope, after, max_items))
         if not page.items:
             self._exhausted = True
             return ()
         last = page.items[-1].sequence
-        records = [recipient_record(snapshot.run_id, r) for r in page.items]
-        await retrying(
-            lambda: ledger.mark_dispatched(
-                guard.fence, guard.now(), snapshot.workspace_id, snapshot.run_id, last
-            )
-        )
+        records = [recipient_record(self._snapshot.run_id, r) for r in page.items]
+        if self._marked < last:
+            marking = self._marking
+            if marking is not None and self._marking_to >= last:
+                # Raised ahead while the previous batch was dispatched; a failure surfaces here.
+                await marking
+            if self._marked < last:
+                await self._mark(last)
         self._after = last
         self._exhausted = not page.has_more
+        ahead = last + max_items
+        if not self._scope.resend:
+            # Sequences are dense 1..n in a snapshot: the mark never needs to pass its last recipient.
+            ahead = max(last, min(ahead, self._snapshot.audience.recipient_count))
+        if not self._exhausted and ahead > self._marked and (self._marking is None or self._marking.done()):
+            self._marking_to = ahead
+            self._marking = asyncio.create_task(self._mark(ahead))
+            self._marking.add_done_callback(_retrieve)
         return records
 
+    async def _mark(self, through: int) -> None:
+        snapshot, guard = self._snapshot, self._guard
+        await retrying(
+            lambda: self._ledger.mark_dispatched(
+                guard.fence, guard.now(), snapshot.workspace_id, snapshot.run_id, through
+            )
+        )
+        self._marked = max(self._marked, through)
+
     async def close(self) -> None:
-        return None
+        marking, self._marking = self._marking, None
+        if marking is not None:
+            # Only ever raised beyond what was handed out: a failure here loses nothing.
+            with contextlib.suppress(Exception):
+                await marking
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    # A failed mark ahead is awaited (and raised) by the batch that needs it, or dropped unneeded.
+    if not task.cancelled():
+        task.exception()
