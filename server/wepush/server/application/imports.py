@@ -39,10 +39,11 @@ from wepush.server.domain import (
     VersionConflict,
 )
 
-__all__ = ["IMPORT_TTL", "PREVIEW_ROWS", "ImportPreview", "ImportService"]
+__all__ = ["IMPORT_TTL", "PREVIEW_ROWS", "ImportPreview", "ImportService", "staging_readable"]
 
 #: Uncommitted staging data is temporary (seed: temporary exports live 24 hours).
 IMPORT_TTL: Final = timedelta(hours=24)
+_TTL_TEXT: Final = "24 hours"
 PREVIEW_ROWS: Final = 20
 ERROR_PAGE_ROWS: Final = 1000
 _RESOURCE: Final = "AUDIENCE_IMPORT"
@@ -65,6 +66,19 @@ def _effective(audience_import: AudienceImport, now: datetime) -> AudienceImport
     if audience_import.state in _OPEN_STATES and now >= audience_import.expires_at:
         return dataclasses.replace(audience_import, state=ImportState.EXPIRED)
     return audience_import
+
+
+def staging_readable(audience_import: AudienceImport, now: datetime, attempted: str) -> AudienceImport:
+    """The import, if its staged rows can be read now (preview, error rows); otherwise the conflict."""
+    found = _effective(audience_import, now)
+    if found.state not in _READABLE_STATES:
+        raise ImportStateConflict(found.id, found.state.value, attempted)
+    if now >= found.expires_at:
+        # The retention sweep discards staging rows at the deadline; the snapshot keeps the recipients.
+        raise ImportStateConflict(
+            found.id, f"{found.state.value} (its staged rows are kept {_TTL_TEXT} only)", attempted
+        )
+    return found
 
 
 class ImportService:
@@ -283,12 +297,8 @@ class ImportService:
         import_id: str,
         attempted: str,
     ) -> AudienceImport:
-        found = _effective(
-            await self._import_of(uow, principal, workspace_id, audience_id, import_id), self._deps.clock()
-        )
-        if found.state not in _READABLE_STATES:
-            raise ImportStateConflict(import_id, found.state.value, attempted)
-        return found
+        found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
+        return staging_readable(found, self._deps.clock(), attempted)
 
     async def error_rows(
         self, principal: Principal, workspace_id: str, audience_id: str, import_id: str

@@ -8,15 +8,18 @@ undoes it in reverse.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -41,6 +44,7 @@ from wepush.server.application.bootstrap import SystemBootstrap
 from wepush.server.application.credentials import TokenHasher
 from wepush.server.application.execution import RunAvailabilityNotifier
 from wepush.server.application.health import CheckResult, HealthService
+from wepush.server.application.import_retention import ImportRetention
 from wepush.server.application.paging import CursorCodec
 from wepush.server.application.runs import RunPorts
 from wepush.server.composition._app import ServiceApp, create_app
@@ -60,6 +64,8 @@ from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
 _log = logging.getLogger("wepush.server")
+#: How often expired imports and their staging rows are swept (the deadline is 24 hours after creation).
+IMPORT_RETENTION_INTERVAL: Final = timedelta(minutes=10)
 
 
 def _version() -> str:
@@ -110,6 +116,7 @@ class ServiceRuntime:
     events: RunEventBroker | None = None
     artifact_store: LocalArtifactStore | None = None
     embedded_agent: EmbeddedAgent | None = None
+    import_retention: asyncio.Task[None] | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
 
     def _checks(self) -> None:
@@ -205,6 +212,11 @@ class ServiceRuntime:
             cursors=CursorCodec(keys.cursor_key),
             resources=ResourceServices.build(self.deps, run_ports=run_ports),
         )
+        # Every instance sweeps; the sweep's updates and deletes are conditional and idempotent.
+        self.import_retention = asyncio.create_task(
+            ImportRetention(self.uow, utc_now).run_every(IMPORT_RETENTION_INTERVAL),
+            name="import-retention",
+        )
         if config.agent.embedded_enabled:
             self.embedded_agent = self._embedded_agent(workspace.id, store)
             await self.embedded_agent.start()
@@ -253,6 +265,11 @@ class ServiceRuntime:
 
     async def stop(self) -> None:
         self.services.started = None
+        if self.import_retention is not None:
+            self.import_retention.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.import_retention
+            self.import_retention = None
         if self.embedded_agent is not None:
             # Runs get their grace period to finish, then are cancelled and settled, before the database goes.
             await self.embedded_agent.shutdown()

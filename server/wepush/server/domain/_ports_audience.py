@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Protocol
 
 from ._audience import (
@@ -98,4 +99,17 @@ class AudienceImportRepository(Protocol):
 
     async def discard_staging(self, import_id: str) -> int:
         """Delete the staging rows of an import (after commit, failure or expiry)."""
+        ...
+
+    async def expire_open(self, now: datetime, limit: int) -> int:
+        """Mark up to ``limit`` open imports (CREATED, STAGING, STAGED) past their deadline EXPIRED;
+        returns how many changed."""
+        ...
+
+    async def with_expired_staging(self, now: datetime, limit: int) -> list[str]:
+        """Ids of up to ``limit`` imports past their deadline that still have staging rows."""
+        ...
+
+    async def discard_staging_rows(self, import_id: str, limit: int) -> int:
+        """Delete up to ``limit`` staging rows of an import, first lines first; returns how many."""
         ...

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import AsyncIterator, Collection, Sequence
+from datetime import datetime
 
 from sqlalchemy import (
     String,
@@ -74,6 +75,7 @@ _STAGED = RowMapper(StagedRow, audience_import_row, renames={"fields": "fields_j
 
 DUPLICATE_ITEM_KEY = "DUPLICATE_ITEM_KEY"
 _ERROR_STATUSES = frozenset({StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE})
+_OPEN_STATES = (ImportState.CREATED, ImportState.STAGING, ImportState.STAGED)
 
 _STAGED_COLUMNS = tuple(audience_import_row.c.keys())
 # One batch of staging records as a JSON array of arrays, unpacked by SQLite in ``_STAGED_COLUMNS`` order.
@@ -466,6 +468,52 @@ class SqlAudienceImportRepository(SqlRepository):
     async def discard_staging(self, import_id: str) -> int:
         result = await self._conn.execute(
             delete(audience_import_row).where(audience_import_row.c.import_id == import_id)
+        )
+        return int(result.rowcount)
+
+    async def expire_open(self, now: datetime, limit: int) -> int:
+        due = (
+            select(audience_import.c.id)
+            .where(
+                audience_import.c.state.in_([s.value for s in _OPEN_STATES]),
+                audience_import.c.expires_at <= now,
+            )
+            .limit(limit)
+        )
+        result = await self._conn.execute(
+            update(audience_import)
+            .where(
+                audience_import.c.id.in_(due),
+                audience_import.c.state.in_([s.value for s in _OPEN_STATES]),
+            )
+            .values(
+                state=ImportState.EXPIRED.value,
+                updated_at=self._clock(),
+                version=audience_import.c.version + 1,
+            )
+        )
+        return int(result.rowcount)
+
+    async def with_expired_staging(self, now: datetime, limit: int) -> list[str]:
+        staged = select(literal(1)).where(audience_import_row.c.import_id == audience_import.c.id).exists()
+        rows = await self._all(
+            select(audience_import.c.id)
+            .where(audience_import.c.expires_at <= now, staged)
+            .order_by(audience_import.c.expires_at)
+            .limit(limit)
+        )
+        return [str(row["id"]) for row in rows]
+
+    async def discard_staging_rows(self, import_id: str, limit: int) -> int:
+        row = audience_import_row
+        first = (
+            select(row.c.line_number)
+            .where(row.c.import_id == import_id)
+            .order_by(row.c.line_number)
+            .limit(limit)
+        )
+        result = await self._conn.execute(
+            delete(row).where(row.c.import_id == import_id, row.c.line_number.in_(first))
         )
         return int(result.rowcount)
 
