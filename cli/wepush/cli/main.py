@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wepush.cli._plugin import add_plugin_commands
+from wepush.cli._secrets import add_secrets_commands
 from wepush.cli._version import product_version
 
 EXIT_USAGE = 2
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     plugin = commands.add_parser("plugin", help="sign, verify and list provider plugins")
     add_plugin_commands(plugin)
+
+    secrets = commands.add_parser("secrets", help="rotate the master key and re-wrap secrets")
+    add_secrets_commands(secrets)
 
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=_version)

@@ -186,3 +186,19 @@ def test_active_version_cannot_be_retired() -> None:
 def test_key_path_that_is_a_directory_fails_closed(tmp_path: Path) -> None:
     with pytest.raises(MasterKeyError, match="not a regular file"):
         MasterKeyRing.load_server(tmp_path)
+
+
+def test_adopting_a_reloaded_ring_adds_its_versions_and_keeps_the_ones_held() -> None:
+    held = MasterKeyRing.generate()
+    version, nonce, wrapped = held.wrap_dek(b"k" * 32)
+    newer = MasterKeyRing.generate()
+    newer.rotate()  # versions 1 (another key) and 2
+
+    with pytest.raises(MasterKeyError, match="version 1 changed"):
+        held.adopt(newer)
+
+    newer.retire(1)
+    held.adopt(newer)
+    assert (held.active_version, held.versions) == (2, (1, 2))
+    assert bytes(held.unwrap_dek(version, nonce, wrapped)) == b"k" * 32
+    assert held.wrap_dek(b"k" * 32)[0] == 2

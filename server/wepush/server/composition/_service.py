@@ -168,7 +168,7 @@ class ServiceRuntime:
         )
         self.uow = SqlUnitOfWorkFactory(self.engine)
         self._checks()
-        store = LocalEnvelopeSecretStore(load_key_ring(config))
+        store = LocalEnvelopeSecretStore(load_key_ring(config), reload=lambda: load_key_ring(config))
         bootstrap = SystemBootstrap(self.uow, store, utc_now)
         workspace = await bootstrap.ensure_default_workspace()
         keys = await bootstrap.server_keys(workspace.id)

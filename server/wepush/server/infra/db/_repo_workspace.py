@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 
 from wepush.server.domain import (
     ApiToken,
@@ -220,6 +220,21 @@ class SqlSecretRecordRepository(SqlRepository):
             secret_record.c.workspace_id == record.workspace_id,
         )
         return _SECRET.from_row(row)
+
+    async def list_not_wrapped_by(self, key_version: int, limit: int) -> list[SecretRecord]:
+        rows = await self._all(
+            select(secret_record)
+            .where(secret_record.c.key_version != key_version)
+            .order_by(secret_record.c.created_at, secret_record.c.id)
+            .limit(limit)
+        )
+        return [_SECRET.from_row(row) for row in rows]
+
+    async def count_by_key_version(self) -> dict[int, int]:
+        rows = await self._all(
+            select(secret_record.c.key_version, func.count().label("n")).group_by(secret_record.c.key_version)
+        )
+        return {int(row["key_version"]): int(row["n"]) for row in rows}
 
     async def delete(self, workspace_id: str, record_id: str, expected_version: int) -> None:
         result = await self._conn.execute(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import struct
+from collections.abc import Callable
 from typing import Final
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -45,10 +46,19 @@ class LocalEnvelopeSecretStore:
     master keys stay in the ring, loaded from a file or the environment.
     """
 
-    __slots__ = ("_ring",)
+    __slots__ = ("_reload", "_ring")
 
-    def __init__(self, ring: MasterKeyRing) -> None:
+    def __init__(self, ring: MasterKeyRing, *, reload: Callable[[], MasterKeyRing] | None = None) -> None:
+        """``reload`` reads the ring's source again: a secret wrapped by a version this process has not
+        seen (a rotation run by ``wepush secrets rotate`` while the Service runs) is then opened once
+        the new version is adopted, instead of failing until a restart."""
         self._ring = ring
+        self._reload = reload
+
+    def _know(self, key_version: int) -> None:
+        if key_version in self._ring.versions or self._reload is None:
+            return
+        self._ring.adopt(self._reload())
 
     def __repr__(self) -> str:
         return f"LocalEnvelopeSecretStore({self._ring!r})"
@@ -93,6 +103,7 @@ class LocalEnvelopeSecretStore:
         if sealed.algorithm != SECRET_ALGORITHM:
             raise SecretDecryptionError()
         aad = secret_aad(workspace_id, secret_id, secret_type, record_version)
+        self._know(sealed.key_version)
         dek = self._ring.unwrap_dek(sealed.key_version, sealed.dek_nonce, sealed.encrypted_dek)
         try:
             return open_aes_gcm(dek, sealed.nonce, sealed.ciphertext, aad)
@@ -103,6 +114,7 @@ class LocalEnvelopeSecretStore:
         """Re-wrap only the DEK under the active key version; the ciphertext is untouched."""
         if sealed.algorithm != SECRET_ALGORITHM:
             raise SecretDecryptionError()
+        self._know(sealed.key_version)
         dek = self._ring.unwrap_dek(sealed.key_version, sealed.dek_nonce, sealed.encrypted_dek)
         try:
             key_version, dek_nonce, encrypted_dek = self._ring.wrap_dek(dek)

@@ -199,6 +199,21 @@ class MasterKeyRing:
             self._active = version
             return version
 
+    def adopt(self, newer: MasterKeyRing) -> None:
+        """Take the versions and the active version of a freshly loaded ring (after a rotation by another
+        process), keeping every version this ring already holds: nothing readable becomes unreadable."""
+        with newer._lock:
+            keys, active = dict(newer._keys), newer._active
+        with self._lock:
+            for version, key in keys.items():
+                known = self._keys.get(version)
+                if known is not None and known != key:
+                    raise MasterKeyError(
+                        f"master key version {version} changed in the key ring's source; refusing to continue"
+                    )
+            self._keys.update(keys)
+            self._active = active
+
     def retire(self, version: int) -> None:
         """Drop a retained version once every secret has been re-wrapped and the rollback window is over."""
         with self._lock:

@@ -1,0 +1,181 @@
+"""``wepush secrets status|rotate|rewrap|retire``: master key rotation for the operator.
+
+* ``rotate`` adds a new random master key version to the key file, makes it active, keeps every older
+  version, then re-wraps every secret's DEK under it. Running Services adopt the new version from the
+  key file the first time they meet a secret wrapped by it, so no restart is needed.
+* ``rewrap`` re-wraps what is not yet under the active version (after an interrupted ``rotate``, or when
+  the key ring comes from the environment and the operator changed it there and restarted).
+* ``retire VERSION`` removes an old version from the key file once no secret uses it any more.
+* ``status`` lists the versions and how many secrets each wraps.
+
+Nothing here prints or logs key material or secret values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wepush.server.config import ConfigError, ServiceConfig, load_config
+
+if TYPE_CHECKING:
+    from wepush.server.application.master_key import MasterKeyRewrap
+    from wepush.server.infra.secrets import MasterKeyRing
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class _Refused(Exception):
+    """A precondition the operator has to fix; the message says what."""
+
+
+def add_secrets_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="secrets_command", required=True, metavar="ACTION")
+    for name, help_text in (
+        ("status", "list master key versions and how many secrets each wraps"),
+        ("rotate", "add and activate a new master key version, then re-wrap every secret"),
+        ("rewrap", "re-wrap every secret not yet under the active master key version"),
+        ("retire", "remove a master key version that no secret uses any more"),
+    ):
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("--config", type=Path, help="YAML configuration file")
+        command.add_argument("--data-dir", type=Path, help="data directory (default $WEPUSH_DATA_DIR)")
+        if name == "retire":
+            command.add_argument("version", type=int, help="the key version to remove")
+        command.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config, data_dir=args.data_dir)
+    except ConfigError as exc:
+        sys.stderr.write(f"wepush secrets: configuration error: {exc}\n")
+        return EXIT_USAGE
+    action: Callable[[ServiceConfig, argparse.Namespace], Coroutine[object, object, str]] = _ACTIONS[
+        args.secrets_command
+    ]
+    from wepush.server.domain.secrets import MasterKeyError
+
+    try:
+        report = asyncio.run(action(config, args))
+    except (_Refused, MasterKeyError) as exc:
+        sys.stderr.write(f"wepush secrets {args.secrets_command}: {exc}\n")
+        return EXIT_FAILED
+    sys.stdout.write(report + "\n")
+    return 0
+
+
+def _key_file(config: ServiceConfig) -> Path:
+    if config.secrets.master_key_env:
+        raise _Refused(
+            f"the master key ring comes from the environment variable {config.secrets.master_key_env}; "
+            "change it where it is kept, restart the Service, then run 'wepush secrets rewrap'"
+        )
+    if not config.secrets.master_key_file.exists():
+        raise _Refused(f"master key file {config.secrets.master_key_file} does not exist")
+    return config.secrets.master_key_file
+
+
+def _load_ring(config: ServiceConfig) -> MasterKeyRing:
+    from wepush.server.composition._service import load_key_ring
+
+    return load_key_ring(config)
+
+
+async def _with_rewrap(
+    config: ServiceConfig,
+    ring: MasterKeyRing,
+    work: Callable[[MasterKeyRewrap], Coroutine[object, object, str]],
+) -> str:
+    from wepush.server.application.master_key import MasterKeyRewrap
+    from wepush.server.domain import utc_now
+    from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, is_up_to_date_async
+    from wepush.server.infra.secrets import LocalEnvelopeSecretStore
+
+    if not await is_up_to_date_async(config.database.url):
+        raise _Refused("the database schema is not at the current revision; run 'wepush migrate' first")
+    engine = create_database(config.database.url)
+    try:
+        store = LocalEnvelopeSecretStore(ring)
+        return await work(MasterKeyRewrap(SqlUnitOfWorkFactory(engine), store, utc_now))
+    finally:
+        await engine.dispose()
+
+
+def _usage(ring: MasterKeyRing, usage: dict[int, int]) -> str:
+    versions = sorted(set(ring.versions) | set(usage))
+    lines = [f"active master key version: {ring.active_version}"]
+    for version in versions:
+        held = "in the key ring" if version in ring.versions else "MISSING from the key ring"
+        lines.append(f"  version {version}: {usage.get(version, 0)} secrets ({held})")
+    return "\n".join(lines)
+
+
+async def _status(config: ServiceConfig, _args: argparse.Namespace) -> str:
+    ring = _load_ring(config)
+
+    async def report(rewrap: MasterKeyRewrap) -> str:
+        return _usage(ring, await rewrap.usage())
+
+    return await _with_rewrap(config, ring, report)
+
+
+async def _rewrap(config: ServiceConfig, _args: argparse.Namespace) -> str:
+    ring = _load_ring(config)
+
+    async def run(rewrap: MasterKeyRewrap) -> str:
+        done = await rewrap.rewrap_all(ring.active_version)
+        return f"re-wrapped {done.rewrapped} secrets\n" + _usage(ring, done.by_version)
+
+    return await _with_rewrap(config, ring, run)
+
+
+async def _rotate(config: ServiceConfig, _args: argparse.Namespace) -> str:
+    path = _key_file(config)
+    ring = _load_ring(config)
+    version = ring.rotate()
+    # The file first: every secret re-wrapped below must be readable with what the file holds.
+    ring.save(path)
+
+    async def run(rewrap: MasterKeyRewrap) -> str:
+        done = await rewrap.rewrap_all(version)
+        return (
+            f"master key version {version} is now active in {path} (older versions kept)\n"
+            f"re-wrapped {done.rewrapped} secrets\n" + _usage(ring, done.by_version)
+        )
+
+    return await _with_rewrap(config, ring, run)
+
+
+async def _retire(config: ServiceConfig, args: argparse.Namespace) -> str:
+    path = _key_file(config)
+    ring = _load_ring(config)
+    retired = int(args.version)
+    if retired == ring.active_version:
+        raise _Refused(f"master key version {retired} is active; rotate to a new version first")
+
+    async def run(rewrap: MasterKeyRewrap) -> str:
+        usage = await rewrap.usage()
+        if usage.get(retired, 0):
+            raise _Refused(
+                f"{usage[retired]} secrets are still wrapped by master key version {retired}; "
+                "run 'wepush secrets rewrap' first"
+            )
+        ring.retire(retired)
+        ring.save(path)
+        return f"master key version {retired} removed from {path}\n" + _usage(ring, usage)
+
+    return await _with_rewrap(config, ring, run)
+
+
+_ACTIONS: dict[str, Callable[[ServiceConfig, argparse.Namespace], Coroutine[object, object, str]]] = {
+    "status": _status,
+    "rotate": _rotate,
+    "rewrap": _rewrap,
+    "retire": _retire,
+}

@@ -1,0 +1,56 @@
+"""Secret records by master key version, across workspaces: what a rotation still has to re-wrap."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.contract.repositories._world import add_workspace
+from tests.fixtures.db import SteppingClock
+from wepush.server.domain import SecretRecord
+from wepush.server.infra.db import SqlUnitOfWorkFactory
+
+
+async def test_records_not_under_a_version_are_listed_oldest_first_and_counted_per_version(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    first = await add_workspace(uow_factory, db_clock.now, "first")
+    second = await add_workspace(uow_factory, db_clock.now, "second")
+    template = SecretRecord(
+        workspace_id=first.id,
+        owner_type="ACCOUNT",
+        owner_id="account-1",
+        name="token",
+        ciphertext=b"c",
+        nonce=b"n" * 12,
+        encrypted_dek=b"d" * 48,
+        dek_nonce=b"m" * 12,
+        algorithm="AES-256-GCM",
+        key_version=1,
+        created_at=db_clock.now,
+        updated_at=db_clock.now,
+    )
+    records = []
+    for index, (workspace, version) in enumerate([(first, 1), (second, 2), (second, 1), (first, 3)]):
+        db_clock.advance()
+        records.append(
+            replace(
+                template,
+                id=f"record-{index}",
+                workspace_id=workspace.id,
+                name=f"secret-{index}",
+                key_version=version,
+                created_at=db_clock.now,
+            )
+        )
+    async with uow_factory() as uow:
+        for record in records:
+            await uow.secret_records.add(record)
+
+    async with uow_factory(read_only=True) as uow:
+        pending = await uow.secret_records.list_not_wrapped_by(3, 10)
+        first_two = await uow.secret_records.list_not_wrapped_by(3, 2)
+        usage = await uow.secret_records.count_by_key_version()
+
+    assert [r.id for r in pending] == ["record-0", "record-1", "record-2"]
+    assert [r.id for r in first_two] == ["record-0", "record-1"]
+    assert usage == {1: 2, 2: 1, 3: 1}

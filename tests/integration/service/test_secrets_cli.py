@@ -1,0 +1,141 @@
+"""``wepush secrets``: a rotation adds and activates a key version, keeps the old ones, re-wraps every
+secret without changing what it decrypts to, and an old version is retired only once nothing uses it.
+A Service still holding the old ring opens re-wrapped secrets by adopting the new version from the file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.contract.repositories._world import add_workspace
+from wepush.cli.main import main
+from wepush.server.composition._service import load_key_ring
+from wepush.server.config import ServiceConfig, load_config
+from wepush.server.domain import SecretRecord, new_id
+from wepush.server.domain.secrets import MasterKeyError, SealedSecret
+from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, upgrade_database
+from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+VALUES = {"http-token": b"bearer-4f1c", "smtp-password": b"hunter2-but-longer"}
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ServiceConfig:
+    monkeypatch.setenv("WEPUSH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("WEPUSH_DATA_DIR", str(tmp_path / "data"))
+    loaded = load_config(None)
+    loaded.data_dir.mkdir(parents=True)
+    upgrade_database(loaded.database.url)
+    return loaded
+
+
+async def _seal_secrets(config: ServiceConfig, store: LocalEnvelopeSecretStore) -> None:
+    engine = create_database(config.database.url)
+    try:
+        uow = SqlUnitOfWorkFactory(engine)
+        workspace = await add_workspace(uow, NOW)
+        async with uow() as unit:
+            for name, value in VALUES.items():
+                record_id = new_id()
+                sealed = store.encrypt(workspace.id, record_id, name, 1, value)
+                await unit.secret_records.add(
+                    SecretRecord(
+                        workspace_id=workspace.id,
+                        owner_type="ACCOUNT",
+                        owner_id="account-1",
+                        name=name,
+                        ciphertext=sealed.ciphertext,
+                        nonce=sealed.nonce,
+                        encrypted_dek=sealed.encrypted_dek,
+                        dek_nonce=sealed.dek_nonce,
+                        algorithm=sealed.algorithm,
+                        key_version=sealed.key_version,
+                        created_at=NOW,
+                        updated_at=NOW,
+                        id=record_id,
+                    )
+                )
+    finally:
+        await engine.dispose()
+
+
+async def _records(config: ServiceConfig) -> list[SecretRecord]:
+    engine = create_database(config.database.url)
+    try:
+        async with SqlUnitOfWorkFactory(engine)(read_only=True) as unit:
+            return await unit.secret_records.list_not_wrapped_by(-1, 100)
+    finally:
+        await engine.dispose()
+
+
+def _open(store: LocalEnvelopeSecretStore, record: SecretRecord) -> bytes:
+    sealed = SealedSecret(
+        ciphertext=record.ciphertext,
+        nonce=record.nonce,
+        encrypted_dek=record.encrypted_dek,
+        dek_nonce=record.dek_nonce,
+        algorithm=record.algorithm,
+        key_version=record.key_version,
+    )
+    return bytes(store.decrypt(sealed, record.workspace_id, record.id, record.name, record.record_version))
+
+
+def test_rotate_rewraps_every_secret_and_retire_waits_until_nothing_uses_a_version(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = load_key_ring(config)  # creates the standalone key file, version 1
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(before)))
+    key_text = config.secrets.master_key_file.read_text()
+
+    assert main(["secrets", "retire", "1"]) == 1
+    assert "1 is active" in capsys.readouterr().err
+    assert main(["secrets", "rotate"]) == 0
+    rotated = capsys.readouterr().out
+    rotated_file = config.secrets.master_key_file.read_text()
+
+    ring = load_key_ring(config)
+    records = asyncio.run(_records(config))
+    assert (ring.active_version, ring.versions) == (2, (1, 2))
+    assert "master key version 2 is now active" in rotated
+    assert "re-wrapped 2 secrets" in rotated
+    assert {r.key_version for r in records} == {2}
+    assert {r.name: _open(LocalEnvelopeSecretStore(ring), r) for r in records} == VALUES
+    assert oct(config.secrets.master_key_file.stat().st_mode & 0o777) == "0o600"
+
+    # A Service started before the rotation still holds only version 1.
+    stale = LocalEnvelopeSecretStore(before)
+    with pytest.raises(MasterKeyError):
+        _open(stale, records[0])
+    old_ring = MasterKeyRing.load_server(environ={"KEYS": key_text}, env_var="KEYS")
+    adopting = LocalEnvelopeSecretStore(old_ring, reload=lambda: load_key_ring(config))
+    assert {r.name: _open(adopting, r) for r in records} == VALUES
+
+    assert main(["secrets", "rewrap"]) == 0
+    assert "re-wrapped 0 secrets" in capsys.readouterr().out
+    assert main(["secrets", "retire", "1"]) == 0
+    assert "version 1 removed" in capsys.readouterr().out
+    assert load_key_ring(config).versions == (2,)
+    assert main(["secrets", "status"]) == 0
+    status = capsys.readouterr().out
+    assert "version 2: 2 secrets (in the key ring)" in status
+    keys = list(json.loads(key_text)["keys"].values()) + list(json.loads(rotated_file)["keys"].values())
+    assert len(keys) == 3
+    assert not any(key in rotated + status for key in keys)
+
+
+def test_retire_refuses_a_version_that_still_wraps_secrets(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ring = load_key_ring(config)
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(ring)))
+    ring.rotate()
+    ring.save(config.secrets.master_key_file)  # a new version, but nothing re-wrapped yet
+
+    assert main(["secrets", "retire", "1"]) == 1
+    assert "2 secrets are still wrapped by master key version 1" in capsys.readouterr().err
+    assert load_key_ring(config).versions == (1, 2)
