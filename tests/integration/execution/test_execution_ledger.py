@@ -4,25 +4,25 @@ fence, the same idempotent results, the same rising mark. On SQLite both ledgers
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
 
 from tests.integration.execution._world import World, build_world, create_run
+from wepush.agent.engine import ErrorCategory, ItemResult, ItemState
 from wepush.server.application.execution import (
     ExecutionLedger,
     RecipientScope,
     UnitOfWorkLedger,
     move_run,
+    recipient_record,
 )
 from wepush.server.domain import (
     RESENDABLE_ITEM_STATES,
     Agent,
     AgentKind,
     ClaimedLease,
-    ItemResult,
-    ItemState,
     LeaseExpired,
     LeaseFence,
     PageRequest,
@@ -31,6 +31,7 @@ from wepush.server.domain import (
     RunStateConflict,
     utc_now,
 )
+from wepush.server.domain import ItemState as StoredState
 from wepush.server.infra.db import SqliteExecutionLedger, SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
@@ -38,12 +39,21 @@ LedgerFactory = Callable[[SqlUnitOfWorkFactory], ExecutionLedger]
 
 
 @pytest.fixture(params=["reference", "sqlite"])
-def make_ledger(request: pytest.FixtureRequest, database_backend: str) -> LedgerFactory:
+def make_ledger(request: pytest.FixtureRequest, database_backend: str) -> Iterator[LedgerFactory]:
     if request.param == "reference":
-        return UnitOfWorkLedger
+        yield UnitOfWorkLedger
+        return
     if database_backend != "sqlite":
         pytest.skip("the loop-side ledger is for SQLite only")
-    return SqliteExecutionLedger
+    made: list[SqliteExecutionLedger] = []
+
+    def make(uow: SqlUnitOfWorkFactory) -> ExecutionLedger:
+        made.append(SqliteExecutionLedger(uow))
+        return made[-1]
+
+    yield make
+    for ledger in made:
+        ledger.close()
 
 
 @pytest.fixture
@@ -77,11 +87,12 @@ async def _claim(uow: SqlUnitOfWorkFactory, world: World, run: Run) -> ClaimedLe
 
 def _result(sequence: int, state: ItemState = ItemState.SUCCEEDED, attempt: int = 1) -> ItemResult:
     return ItemResult(
+        run_id="run",
         item_id=f"item-{sequence}",
         sequence=sequence,
         state=state,
         attempt=attempt,
-        error_category=None if state is ItemState.SUCCEEDED else "TEMPORARY_REMOTE",
+        error_category=None if state is ItemState.SUCCEEDED else ErrorCategory.TEMPORARY_REMOTE,
         provider_code="OK" if state is ItemState.SUCCEEDED else "HTTP_503",
         finished_at=utc_now(),
     )
@@ -93,15 +104,15 @@ async def test_recipient_pages_follow_the_sequence_and_a_resend_reads_only_its_r
     ledger = make_ledger(uow)
     run = await create_run(uow, world)
     scope = RecipientScope(run.workspace_id, run.id, run.audience_snapshot_id, resend=False)
-    first = await ledger.read_recipients(scope, None, 5)
-    rest = await ledger.read_recipients(scope, first.next_after, 100)
+    first = await ledger.read_records(scope, None, 5)
+    rest = await ledger.read_records(scope, first.next_after, 100)
     assert [r.sequence for r in first.items] == [1, 2, 3, 4, 5]
     assert first.next_after == 5
     assert [r.sequence for r in rest.items] == list(range(6, 13))
     assert rest.next_after is None
     async with uow(read_only=True) as unit:
         stored = await unit.audiences.list_recipients(run.audience_snapshot_id, _page(5))
-    assert first.items == stored.items
+    assert first.items == [recipient_record(run.id, r) for r in stored.items]
 
     claimed = await _claim(uow, world, run)
     failed = [_result(n, ItemState.FAILED) for n in (2, 7, 11)]
@@ -110,8 +121,8 @@ async def test_recipient_pages_follow_the_sequence_and_a_resend_reads_only_its_r
     async with uow() as unit:
         await unit.run_items.create_retry_set(resend.id, run.id, RESENDABLE_ITEM_STATES)
     retry_scope = RecipientScope(resend.workspace_id, resend.id, resend.audience_snapshot_id, resend=True)
-    page = await ledger.read_recipients(retry_scope, None, 2)
-    last = await ledger.read_recipients(retry_scope, page.next_after, 2)
+    page = await ledger.read_records(retry_scope, None, 2)
+    last = await ledger.read_records(retry_scope, page.next_after, 2)
     assert [r.sequence for r in page.items + last.items] == [2, 7, 11]
     assert last.next_after is None
 
@@ -136,12 +147,13 @@ async def test_results_are_recorded_once_and_a_redelivered_batch_changes_nothing
         counts = await unit.run_items.count_by_state(run.id)
         item = await unit.run_items.get(run.id, "item-2")
         page = await unit.run_items.list_page(run.id, _page(10))
-    assert counts == {ItemState.SUCCEEDED: 4}
+    assert counts == {StoredState.SUCCEEDED: 4}
     assert stored is not None
-    assert (stored.state, stored.attempt, stored.provider_code) == (ItemState.FAILED, 1, "HTTP_503")
+    assert (stored.state, stored.attempt, stored.provider_code) == (StoredState.FAILED, 1, "HTTP_503")
+    assert stored.error_category == "TEMPORARY_REMOTE"
     assert stored.finished_at == first[1].finished_at
     assert item is not None
-    assert (item.state, item.attempt, item.version) == (ItemState.SUCCEEDED, 2, 2)
+    assert (item.state, item.attempt, item.version) == (StoredState.SUCCEEDED, 2, 2)
     assert [i.sequence for i in page.items] == [1, 2, 3, 4]
 
 

@@ -60,7 +60,7 @@ from ._snapshot import (
     secret_names,
     snapshot_for_job,
 )
-from ._spec import execution_spec, item_id_for, recipient_record
+from ._spec import execution_spec, item_id_for, recipient_fields_record, recipient_record
 from ._store import ArtifactObjectMissing, ArtifactStore, ArtifactUpload, StoredObject
 
 __all__ = [
@@ -131,6 +131,7 @@ __all__ = [
     "policies_from_json",
     "policies_to_json",
     "read_recipients",
+    "recipient_fields_record",
     "recipient_record",
     "reject_pending",
     "resend_snapshot",

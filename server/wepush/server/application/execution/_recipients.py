@@ -22,7 +22,6 @@ from wepush.server.domain import (
 
 from ._fence import LeaseGuard, retrying
 from ._snapshot import RunSnapshot
-from ._spec import recipient_record
 
 if TYPE_CHECKING:
     from ._ledger import ExecutionLedger
@@ -106,12 +105,12 @@ class SnapshotRecipientSource:
         if self._exhausted:
             return ()
         ledger, after = self._ledger, self._after
-        page = await retrying(lambda: ledger.read_recipients(self._scope, after, max_items))
+        page = await retrying(lambda: ledger.read_records(self._scope, after, max_items))
         if not page.items:
             self._exhausted = True
             return ()
-        last = page.items[-1].sequence
-        records = [recipient_record(self._snapshot.run_id, r) for r in page.items]
+        records = page.items
+        last = records[-1].sequence
         if self._marked < last:
             marking = self._marking
             if marking is not None and self._marking_to >= last:

@@ -77,9 +77,8 @@ class FencedResultSink:
             pass
 
     async def append(self, batch: Sequence[EngineItemResult]) -> None:
-        results = [stored_result(result) for result in batch]
         guard = self._guard
-        await self._ledger.record_results(guard.fence, guard.now(), self._workspace_id, self._run_id, results)
+        await self._ledger.record_results(guard.fence, guard.now(), self._workspace_id, self._run_id, batch)
 
     async def flush(self) -> None:
         # Every append commits its own transaction: there is nothing buffered to flush.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -23,7 +24,7 @@ from wepush.server.domain import Recipient
 from ._policies import policies_from_json
 from ._snapshot import RunSnapshot
 
-__all__ = ["execution_spec", "item_id_for", "recipient_record"]
+__all__ = ["execution_spec", "item_id_for", "recipient_fields_record", "recipient_record"]
 
 _ITEM_NAMESPACE = uuid.UUID("0b6c4f35-5b7e-4f4e-9a57-6d2f5e0c9a11")
 
@@ -59,16 +60,20 @@ _TEXT = TextValue
 
 
 def recipient_record(run_id: str, recipient: Recipient) -> RecipientRecord:
+    return recipient_fields_record(run_id, recipient.snapshot_id, recipient.sequence, recipient.fields)
+
+
+def recipient_fields_record(
+    run_id: str, snapshot_id: str, sequence: int, fields: Mapping[str, Any]
+) -> RecipientRecord:
+    """The engine's record of the recipient at ``sequence`` of ``snapshot_id`` with these stored fields."""
     # Audience fields are nearly always text: wrap those directly, everything else through ``_value``.
-    fields = {
-        name: _TEXT(value) if type(value) is str else _value(value)
-        for name, value in recipient.fields.items()
-    }
+    values = {name: _TEXT(value) if type(value) is str else _value(value) for name, value in fields.items()}
     return RecipientRecord(
-        item_id_for(run_id, recipient.snapshot_id, recipient.sequence),
-        recipient.sequence,
+        item_id_for(run_id, snapshot_id, sequence),
+        sequence,
         # Already a private copy: handing it over read-only spares RecipientRecord another one.
-        MappingProxyType(fields),
+        MappingProxyType(values),
     )
 
 

@@ -26,24 +26,31 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from wepush.server.application.execution import ExecutionLedger, RecipientScope, UnitOfWorkLedger
+from wepush.agent.engine import ItemResult as EngineItemResult
+from wepush.agent.engine import RecipientRecord
+from wepush.server.application.execution import (
+    ExecutionLedger,
+    RecipientScope,
+    UnitOfWorkLedger,
+    recipient_fields_record,
+)
 from wepush.server.domain import (
     MAX_PAGE_LIMIT,
     TERMINAL_RUN_STATES,
-    ItemResult,
     LeaseExpired,
     LeaseFence,
     LeaseState,
     Page,
-    Recipient,
     UnitOfWorkFactory,
+    new_id,
 )
 
-from ._repo_runs import INSERT_ITEMS_SQLITE, item_rows, sqlite_instant
+from ._repo_runs import ITEM_COLUMNS, sqlite_instant
 from ._uow import SqlUnitOfWorkFactory
 from .engine import SQLITE_BUSY_TIMEOUT_MS
 
@@ -62,14 +69,49 @@ _MARK = (
     "AND state NOT IN (SELECT value FROM json_each(?))"
 )
 _RECIPIENTS = (
-    "SELECT sequence, item_key, fields_json FROM audience_recipient WHERE snapshot_id = ? AND sequence > ? "
+    "SELECT sequence, fields_json FROM audience_recipient WHERE snapshot_id = ? AND sequence > ? "
     "ORDER BY sequence LIMIT ?"
 )
 _RETRY_RECIPIENTS = (
-    "SELECT r.sequence, r.item_key, r.fields_json FROM audience_recipient AS r "
+    "SELECT r.sequence, r.fields_json FROM audience_recipient AS r "
     "JOIN run_retry_item AS t ON t.run_id = ? AND t.sequence = r.sequence "
     "WHERE r.snapshot_id = ? AND r.sequence > ? ORDER BY r.sequence LIMIT ?"
 )
+
+
+_INSERT_ITEMS_FROM_JSON = (  # column names and positions only: no value is ever spliced in
+    f"INSERT INTO run_item ({', '.join(ITEM_COLUMNS)}) "  # noqa: S608
+    f"SELECT {', '.join(f'value ->> {n}' for n in range(len(ITEM_COLUMNS)))} FROM json_each(?)"
+)
+_json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _item_rows(
+    workspace_id: str, run_id: str, results: Iterable[EngineItemResult], now: datetime
+) -> list[tuple[Any, ...]]:
+    """``stored_result`` of each result as a ``run_item`` row in ``ITEM_COLUMNS`` order, stamped ``now``
+    by the repositories' clock as the reference path stamps them."""
+    stamp = sqlite_instant(now)
+    return [
+        (
+            new_id(),
+            workspace_id,
+            run_id,
+            r.item_id,
+            r.sequence,
+            r.state.value,
+            r.attempt,
+            None if r.error_category is None else r.error_category.value,
+            r.provider_code,
+            r.diagnostic,
+            r.external_request_id,
+            None if r.finished_at is None else sqlite_instant(r.finished_at),
+            stamp,
+            stamp,
+            1,
+        )
+        for r in results
+    ]
 
 
 class _NotTheCommonCase(Exception):
@@ -106,25 +148,39 @@ class SqliteExecutionLedger:
         self._busy_timeout = busy_timeout
         self._reference: ExecutionLedger = UnitOfWorkLedger(uow)
         self._db: sqlite3.Connection | None = None
+        self._appender: sqlite3.Connection | None = None
+        self._appends: ThreadPoolExecutor | None = None
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
-            db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-            for pragma in (
-                "journal_mode=WAL",
-                "busy_timeout=0",
-                "foreign_keys=ON",
-                "synchronous=NORMAL",
-                "wal_autocheckpoint=0",
-            ):
-                db.execute(f"PRAGMA {pragma}")
-            self._db = db
+            self._db = self._open(busy_timeout_ms=0, checkpoints=False)
         return self._db
 
+    def _open(self, *, busy_timeout_ms: int, checkpoints: bool) -> sqlite3.Connection:
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        for pragma in (
+            "journal_mode=WAL",
+            f"busy_timeout={busy_timeout_ms}",
+            "foreign_keys=ON",
+            "synchronous=NORMAL",
+            *(() if checkpoints else ("wal_autocheckpoint=0",)),
+        ):
+            db.execute(f"PRAGMA {pragma}")
+        return db
+
+    def _append_thread(self) -> ThreadPoolExecutor:
+        if self._appends is None:
+            self._appends = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wepush-result-append")
+        return self._appends
+
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        if self._appends is not None:
+            self._appends.shutdown(wait=True)
+            self._appends = None
+        for db in (self._db, self._appender):
+            if db is not None:
+                db.close()
+        self._db = self._appender = None
 
     async def _run(self, work: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
         """Run ``work`` on the loop; while the database is busy, sleep and try again (never block)."""
@@ -152,29 +208,33 @@ class SqliteExecutionLedger:
             raise
         return result
 
-    async def read_recipients(
+    async def read_records(
         self, scope: RecipientScope, after: int | None, limit: int
-    ) -> Page[Recipient, int]:
+    ) -> Page[RecipientRecord, int]:
         limit = max(1, min(limit, MAX_PAGE_LIMIT))
         start = 0 if after is None else after
-        snapshot_id = scope.snapshot_id
+        snapshot_id, run_id = scope.snapshot_id, scope.run_id
         params: tuple[str | int, ...]
         if scope.resend:
-            sql, params = _RETRY_RECIPIENTS, (scope.run_id, snapshot_id, start, limit + 1)
+            sql, params = _RETRY_RECIPIENTS, (run_id, snapshot_id, start, limit + 1)
         else:
             sql, params = _RECIPIENTS, (snapshot_id, start, limit + 1)
 
-        def read(db: sqlite3.Connection) -> list[tuple[int, str, str]]:
+        def read(db: sqlite3.Connection) -> list[tuple[int, str]]:
             # Autocommit mode: one SELECT is one read transaction, which never waits for the writer.
             return db.execute(sql, params).fetchall()
 
         rows = await self._run(read, write=False)
-        loads = json.loads
-        items = [
-            Recipient(snapshot_id=snapshot_id, sequence=sequence, item_key=key, fields=loads(fields))
-            for sequence, key, fields in rows[:limit]
+        more = len(rows) > limit
+        rows = rows[:limit]
+        # The stored fields are canonical JSON objects: decoding them as one array is one call into the
+        # C decoder instead of one per recipient.
+        decoded = json.loads("[" + ",".join(fields for _, fields in rows) + "]") if rows else []
+        records = [
+            recipient_fields_record(run_id, snapshot_id, sequence, fields)
+            for (sequence, _), fields in zip(rows, decoded, strict=True)
         ]
-        return Page(items, items[-1].sequence if len(rows) > limit else None)
+        return Page(records, records[-1].sequence if more else None)
 
     async def mark_dispatched(
         self, fence: LeaseFence, now: datetime, workspace_id: str, run_id: str, through_sequence: int
@@ -193,32 +253,53 @@ class SqliteExecutionLedger:
             await self._reference.mark_dispatched(fence, now, workspace_id, run_id, through_sequence)
 
     async def record_results(
-        self, fence: LeaseFence, now: datetime, workspace_id: str, run_id: str, results: Sequence[ItemResult]
+        self,
+        fence: LeaseFence,
+        now: datetime,
+        workspace_id: str,
+        run_id: str,
+        results: Sequence[EngineItemResult],
     ) -> None:
         if not results:
             return
-        latest: dict[str, ItemResult] = {}
-        for result in results:
-            kept = latest.get(result.item_id)
-            if kept is None or result.attempt > kept.attempt:
-                latest[result.item_id] = result
-        # Stamped by the repositories' clock, as the reference path stamps them.
-        rows = item_rows(workspace_id, run_id, latest.values(), self._clock(), sqlite_instant)
+        latest = {r.item_id: r for r in results}
+        if len(latest) < len(results):
+            # One item reported more than once: keep its latest attempt (the repository's rule).
+            latest = {}
+            for result in results:
+                kept = latest.get(result.item_id)
+                if kept is None or result.attempt > kept.attempt:
+                    latest[result.item_id] = result
+        # All rows travel as one JSON array: the insert is then a single statement, one step of SQLite's
+        # in which the append thread holds no GIL, so SQLite's work (five B-trees per row) runs beside
+        # the event loop instead of on it.
+        rows = _json_text(_item_rows(workspace_id, run_id, latest.values(), self._clock()))
 
-        def insert(db: sqlite3.Connection) -> None:
-            _check_fence(db, fence, now)
+        def insert() -> None:
+            if self._appender is None:
+                # This thread waits for the write lock itself (busy timeout): it has nothing else to do.
+                self._appender = self._open(busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS, checkpoints=True)
+            db = self._appender
+            db.execute("BEGIN IMMEDIATE")
             try:
-                db.executemany(INSERT_ITEMS_SQLITE, rows)
-            except sqlite3.IntegrityError as error:
-                if "UNIQUE constraint failed" in str(error):
-                    raise _NotTheCommonCase from error
+                _check_fence(db, fence, now)
+                try:
+                    db.execute(_INSERT_ITEMS_FROM_JSON, (rows,))
+                except sqlite3.IntegrityError as error:
+                    if "UNIQUE constraint failed" in str(error):
+                        raise _NotTheCommonCase from error
+                    raise
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
 
         try:
-            await self._run(insert, write=True)
+            await asyncio.get_running_loop().run_in_executor(self._append_thread(), insert)
         except _NotTheCommonCase:
             # Some item was delivered before (a retried append): the conditional upsert decides per item.
-            await self._reference.record_results(fence, now, workspace_id, run_id, list(latest.values()))
+            await self._reference.record_results(fence, now, workspace_id, run_id, results)
 
 
 def execution_ledger(uow: UnitOfWorkFactory) -> SqliteExecutionLedger | UnitOfWorkLedger:

@@ -47,7 +47,7 @@ _RECIPIENT = RowMapper(Recipient, audience_recipient, renames={"fields": "fields
 _UNSETTLED_ITEM_STATES = (ItemState.PENDING.value, ItemState.IN_FLIGHT.value)
 
 
-_ITEM_COLUMNS = (
+ITEM_COLUMNS = (
     "id",
     "workspace_id",
     "run_id",
@@ -64,14 +64,16 @@ _ITEM_COLUMNS = (
     "updated_at",
     "version",
 )
-_INSERT_ITEMS = f"INSERT INTO run_item ({', '.join(_ITEM_COLUMNS)}) VALUES "  # noqa: S608 - constants
+_INSERT_ITEMS = f"INSERT INTO run_item ({', '.join(ITEM_COLUMNS)}) VALUES "  # noqa: S608 - constants
 # The drivers' own parameter styles: sqlite3's qmark and asyncpg's numbered dollars.
-INSERT_ITEMS_SQLITE = _INSERT_ITEMS + f"({', '.join('?' for _ in _ITEM_COLUMNS)})"
-_INSERT_ITEMS_POSTGRESQL = _INSERT_ITEMS + f"({', '.join(f'${n}' for n in range(1, len(_ITEM_COLUMNS) + 1))})"
+_INSERT_ITEMS_SQLITE = _INSERT_ITEMS + f"({', '.join('?' for _ in ITEM_COLUMNS)})"
+_INSERT_ITEMS_POSTGRESQL = _INSERT_ITEMS + f"({', '.join(f'${n}' for n in range(1, len(ITEM_COLUMNS) + 1))})"
 
 
 def sqlite_instant(value: datetime) -> str:
     """What ``UtcDateTime`` stores on SQLite: naive UTC in SQLAlchemy's fixed-width text format."""
+    if value.tzinfo is UTC:
+        return value.isoformat(" ", "microseconds")[:-6]  # without the "+00:00"
     if value.utcoffset() is None:
         raise ValueError("naive datetime given where a UTC instant is required")
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
@@ -90,7 +92,7 @@ def item_rows(
     now: datetime,
     instant: Callable[[datetime], Any],
 ) -> list[tuple[Any, ...]]:
-    """``run_item`` rows for first deliveries, as driver parameters in ``_ITEM_COLUMNS`` order."""
+    """``run_item`` rows for first deliveries, as driver parameters in ``ITEM_COLUMNS`` order."""
     stamp = instant(now)
     return [
         (
@@ -296,7 +298,7 @@ class SqlRunItemRepository(SqlRepository):
         if self._is_postgresql:
             sql, instant = _INSERT_ITEMS_POSTGRESQL, _as_utc
         else:
-            sql, instant = INSERT_ITEMS_SQLITE, sqlite_instant
+            sql, instant = _INSERT_ITEMS_SQLITE, sqlite_instant
         rows = item_rows(workspace_id, run_id, results, now, instant)
         try:
             async with self._conn.begin_nested():
