@@ -8,6 +8,8 @@ from pathlib import Path
 
 import asyncpg  # type: ignore[import-untyped]  # asyncpg ships no type information
 
+from wepush.server.application._import_staging import STAGE_BATCH_ROWS
+
 from ._data import staging_tuples
 from ._postgres import dsn, temporary_database
 
@@ -22,9 +24,9 @@ _STAGING_DDL = (
 _INSERT = "INSERT INTO audience_import_row VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 
-def sqlite_executemany(csv_path: Path, work_dir: Path, *, batch: int = 5000) -> tuple[int, float]:
-    """Rows and seconds spent inside ``executemany`` + ``COMMIT`` (WAL, synchronous=NORMAL, as the Service);
-    building the tuples is not timed."""
+def sqlite_executemany(csv_path: Path, work_dir: Path, *, batch: int = STAGE_BATCH_ROWS) -> tuple[int, float]:
+    """Rows and seconds spent inside ``executemany`` + ``COMMIT`` (WAL, synchronous=NORMAL, and as many
+    rows per transaction as the Service stages); building the tuples is not timed."""
     path = work_dir / "bare.db"
     connection = sqlite3.connect(path, isolation_level=None)
     try:

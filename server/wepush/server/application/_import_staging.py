@@ -23,7 +23,7 @@ from wepush.server.domain import StagedRecord, UnitOfWorkFactory
 __all__ = ["STAGE_BATCH_ROWS", "StagingOutcome", "stage_upload"]
 
 #: Rows per staging transaction: large enough to amortise a commit, small enough to keep memory flat.
-STAGE_BATCH_ROWS: Final = 5000
+STAGE_BATCH_ROWS: Final = 10000
 #: Lines turned into records between two yields to the event loop (a few milliseconds of work).
 _SLICE_LINES: Final = 1000
 _MIN_RECORD_CHARS: Final = 64 * 1024
