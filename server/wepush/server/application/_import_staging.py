@@ -18,7 +18,7 @@ from wepush.server.application._import_errors import HeaderRejected, ImportLimit
 from wepush.server.application._import_parser import PlainLines, ReadBlock, RecordReader, RecordTooLong
 from wepush.server.application._import_rows import RowBuilder
 from wepush.server.application._import_settings import ImportSettings
-from wepush.server.domain import StagedRecord, UnitOfWorkFactory
+from wepush.server.domain import StagedRecord, StagedRowStatus, UnitOfWorkFactory
 
 __all__ = ["STAGE_BATCH_ROWS", "StagingOutcome", "stage_upload"]
 
@@ -27,6 +27,7 @@ STAGE_BATCH_ROWS: Final = 10000
 #: Lines turned into records between two yields to the event loop (a few milliseconds of work).
 _SLICE_LINES: Final = 1000
 _MIN_RECORD_CHARS: Final = 64 * 1024
+_ACCEPTED: Final = StagedRowStatus.ACCEPTED.value
 _MAX_RECORD_CHARS: Final = 16 * 1024 * 1024
 
 
@@ -35,6 +36,9 @@ class StagingOutcome:
     source_columns: list[str]
     fields: list[str]
     rows: int
+    """Data records staged, one staging row each."""
+    rejected: int
+    """Of those, the rows staged REJECTED (the rest are ACCEPTED until duplicates are marked)."""
 
 
 def max_record_chars(limits: ImportLimits) -> int:
@@ -92,15 +96,17 @@ async def stage_upload(
     pending: list[StagedRecord] = []
     received = 0
     rows = 0
+    rejected = 0
 
     async def take(block: ReadBlock) -> None:
         # In slices, yielding to the loop in between: the write in flight needs the loop for each of
         # its round trips to the database, and a whole chunk parsed at once would hold them back.
-        nonlocal rows
+        nonlocal rows, rejected
         for piece in _slices(block):
             records = builder.records(import_id, piece)
             pending.extend(records)
             rows += len(records)
+            rejected += sum(1 for record in records if record[4] != _ACCEPTED)
             if rows > limits.max_rows:
                 raise ImportLimitError(f"the file has more than {limits.max_rows} rows")
             while len(pending) >= batch_rows:
@@ -127,7 +133,7 @@ async def stage_upload(
     except BaseException:
         await writer.abandon()
         raise
-    return StagingOutcome(builder.source_columns, builder.fields, rows)
+    return StagingOutcome(builder.source_columns, builder.fields, rows, rejected)
 
 
 def _slices(block: ReadBlock) -> Iterator[ReadBlock]:

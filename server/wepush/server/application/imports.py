@@ -204,8 +204,14 @@ class ImportService:
             await self._fail(claimed, principal, "the upload did not complete", trace_id)
             raise
         async with self._deps.uow() as uow:
-            await uow.audience_imports.mark_duplicates(import_id)
-            counts = await uow.audience_imports.count_staged(import_id)
+            duplicates = await uow.audience_imports.mark_duplicates(import_id)
+            # Every staged row was written by this upload, so its counts need no second pass.
+            counts = ImportCounts(
+                total_rows=outcome.rows,
+                accepted_rows=outcome.rows - outcome.rejected - duplicates,
+                rejected_rows=outcome.rejected,
+                duplicate_rows=duplicates,
+            )
             staged = await uow.audience_imports.update(
                 dataclasses.replace(
                     claimed,
