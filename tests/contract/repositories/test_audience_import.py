@@ -179,3 +179,34 @@ async def test_a_large_import_is_staged_in_batches_and_copied_in_order(
     assert [(r.sequence, r.item_key) for r in last_page.items] == [
         (n, f"k{n:05d}") for n in range(total - 4, total + 1)
     ]
+
+
+@pytest.mark.parametrize("among", [None, {"a", "b", "zz"}, {"a", "b", "c", "d"}])
+async def test_duplicates_ranked_among_suspect_keys_are_the_same_as_among_all(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock, among: set[str] | None
+) -> None:
+    audience = await _audience(uow_factory, db_clock)
+    audience_import = new_import(audience.workspace_id, audience.id, db_clock.now, ["mobile"])
+    rows = [accepted(1, "a"), accepted(2, "b"), accepted(3, "a"), accepted(4, "c")]
+    rows += [accepted(5, "b"), rejected(6), accepted(7, "a"), accepted(8, "d")]
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(audience_import)
+        await uow.audience_imports.stage_rows(audience_import.id, rows)
+        marked = await uow.audience_imports.mark_duplicates(audience_import.id, among=among)
+        duplicates = await uow.audience_imports.list_staged(
+            audience_import.id, PageRequest(limit=20), statuses=[StagedRowStatus.DUPLICATE]
+        )
+
+    assert marked == 3
+    assert [r.line_number for r in duplicates.items] == [3, 5, 7]
+
+
+async def test_no_suspect_keys_means_no_duplicates_to_mark(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    audience = await _audience(uow_factory, db_clock)
+    audience_import = new_import(audience.workspace_id, audience.id, db_clock.now, ["mobile"])
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(audience_import)
+        await uow.audience_imports.stage_rows(audience_import.id, [accepted(1, "a"), accepted(2, "b")])
+        assert await uow.audience_imports.mark_duplicates(audience_import.id, among=set()) == 0

@@ -15,6 +15,7 @@ from typing import Final
 
 from wepush.server.application._deps import ImportLimits
 from wepush.server.application._import_errors import HeaderRejected, ImportLimitError, UploadTooLarge
+from wepush.server.application._import_keys import RepeatedKeys
 from wepush.server.application._import_parser import PlainLines, ReadBlock, RecordReader, RecordTooLong
 from wepush.server.application._import_rows import RowBuilder
 from wepush.server.application._import_settings import ImportSettings
@@ -39,6 +40,8 @@ class StagingOutcome:
     """Data records staged, one staging row each."""
     rejected: int
     """Of those, the rows staged REJECTED (the rest are ACCEPTED until duplicates are marked)."""
+    repeated_keys: frozenset[str] | None = None
+    """Every item key that may occur more than once (None: unknown, any may)."""
 
 
 def max_record_chars(limits: ImportLimits) -> int:
@@ -97,6 +100,7 @@ async def stage_upload(
     received = 0
     rows = 0
     rejected = 0
+    keys = RepeatedKeys()
 
     async def take(block: ReadBlock) -> None:
         # In slices, yielding to the loop in between: the write in flight needs the loop for each of
@@ -107,6 +111,7 @@ async def stage_upload(
             pending.extend(records)
             rows += len(records)
             rejected += sum(1 for record in records if record[4] != _ACCEPTED)
+            keys.add(records)
             if rows > limits.max_rows:
                 raise ImportLimitError(f"the file has more than {limits.max_rows} rows")
             while len(pending) >= batch_rows:
@@ -133,7 +138,7 @@ async def stage_upload(
     except BaseException:
         await writer.abandon()
         raise
-    return StagingOutcome(builder.source_columns, builder.fields, rows, rejected)
+    return StagingOutcome(builder.source_columns, builder.fields, rows, rejected, keys.suspects)
 
 
 def _slices(block: ReadBlock) -> Iterator[ReadBlock]:

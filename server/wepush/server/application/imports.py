@@ -204,7 +204,7 @@ class ImportService:
             await self._fail(claimed, principal, "the upload did not complete", trace_id)
             raise
         async with self._deps.uow() as uow:
-            duplicates = await uow.audience_imports.mark_duplicates(import_id)
+            duplicates = await uow.audience_imports.mark_duplicates(import_id, among=outcome.repeated_keys)
             # Every staged row was written by this upload, so its counts need no second pass.
             counts = ImportCounts(
                 total_rows=outcome.rows,

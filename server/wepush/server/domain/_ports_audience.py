@@ -70,9 +70,10 @@ class AudienceImportRepository(Protocol):
         record's import id must be the same open import."""
         ...
 
-    async def mark_duplicates(self, import_id: str) -> int:
+    async def mark_duplicates(self, import_id: str, *, among: Collection[str] | None = None) -> int:
         """Mark every ACCEPTED row whose ``item_key`` appeared on an earlier ACCEPTED line as DUPLICATE
-        (reason code ``DUPLICATE_ITEM_KEY``); returns how many rows were marked."""
+        (reason code ``DUPLICATE_ITEM_KEY``); returns how many rows were marked. With ``among`` the caller
+        vouches that no key outside it occurs twice, so only rows with those keys are ranked."""
         ...
 
     async def count_staged(self, import_id: str) -> ImportCounts: ...

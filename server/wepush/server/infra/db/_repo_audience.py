@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Collection, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     String,
@@ -24,7 +25,8 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.sql import Select
 
 from wepush.server.domain import (
     Audience,
@@ -281,9 +283,14 @@ class SqlAudienceImportRepository(SqlRepository):
         if other:
             await self._conn.exec_driver_sql(_STAGE_SQLITE, (_batch_encoder.encode(other),))
 
-    async def mark_duplicates(self, import_id: str) -> int:
+    async def mark_duplicates(self, import_id: str, *, among: Collection[str] | None = None) -> int:
         row = audience_import_row
         accepted = row.c.status == StagedRowStatus.ACCEPTED.value
+        ranked_rows = [row.c.import_id == import_id, accepted]
+        if among is not None:
+            if not among:
+                return 0
+            ranked_rows.append(row.c.item_key.in_(self._key_set(among)))
         # One sort by (item_key, line_number) instead of a correlated lookup per row: without table
         # statistics SQLite answers an EXISTS over earlier lines through the (status, line_number) index,
         # which is quadratic in the file size. The first accepted occurrence of a key has rank 1.
@@ -294,7 +301,7 @@ class SqlAudienceImportRepository(SqlRepository):
                 .over(partition_by=row.c.item_key, order_by=row.c.line_number)
                 .label("occurrence"),
             )
-            .where(row.c.import_id == import_id, accepted)
+            .where(*ranked_rows)
             .subquery("ranked")
         )
         later = select(ranked.c.line_number).where(ranked.c.occurrence > 1)
@@ -315,6 +322,13 @@ class SqlAudienceImportRepository(SqlRepository):
             await self._conn.exec_driver_sql(f"SET LOCAL work_mem = '{_SORT_MEMORY}'")
         result = await self._conn.execute(stmt)
         return int(result.rowcount)
+
+    def _key_set(self, keys: Collection[str]) -> Select[Any]:
+        """The keys as one bound parameter the database turns into a set (hashed or indexed for IN)."""
+        if self._is_postgresql:
+            return select(func.unnest(bindparam("keys", list(keys), type_=ARRAY(Text()))))
+        values = func.json_each(bindparam("keys", _batch_encoder.encode(list(keys)))).table_valued("value")
+        return select(values.c.value)
 
     async def count_staged(self, import_id: str) -> ImportCounts:
         rows = await self._all(
