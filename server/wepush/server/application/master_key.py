@@ -38,7 +38,12 @@ class RewrapReport:
 
 class MasterKeyRewrap:
     def __init__(
-        self, uow: UnitOfWorkFactory, store: SecretStore, clock: Callable[[], datetime], *, batch: int = _BATCH
+        self,
+        uow: UnitOfWorkFactory,
+        store: SecretStore,
+        clock: Callable[[], datetime],
+        *,
+        batch: int = _BATCH,
     ) -> None:
         self._uow = uow
         self._store = store
