@@ -16,7 +16,7 @@ from wepush.cli.main import main
 from wepush.server.composition._service import load_key_ring
 from wepush.server.config import ServiceConfig, load_config
 from wepush.server.domain import SecretRecord, new_id
-from wepush.server.domain.secrets import MasterKeyError, SealedSecret
+from wepush.server.domain.secrets import MasterKeyError, sealed_secret_of
 from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, upgrade_database
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
@@ -74,14 +74,7 @@ async def _records(config: ServiceConfig) -> list[SecretRecord]:
 
 
 def _open(store: LocalEnvelopeSecretStore, record: SecretRecord) -> bytes:
-    sealed = SealedSecret(
-        ciphertext=record.ciphertext,
-        nonce=record.nonce,
-        encrypted_dek=record.encrypted_dek,
-        dek_nonce=record.dek_nonce,
-        algorithm=record.algorithm,
-        key_version=record.key_version,
-    )
+    sealed = sealed_secret_of(record)
     return bytes(store.decrypt(sealed, record.workspace_id, record.id, record.name, record.record_version))
 
 

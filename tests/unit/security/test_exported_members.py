@@ -14,6 +14,7 @@ PUBLIC_API = {
         "SecretDecryptionError",
         "SecretStore",
         "SecretStoreError",
+        "sealed_secret_of",
     },
     "wepush.server.infra.secrets": {
         "MASTER_KEY_ENV",

@@ -17,7 +17,7 @@ from typing import Final
 from wepush.agent.engine import SecretNotFoundError, SecretRef, SecretValue
 from wepush.server.application.errors import FieldIssue
 from wepush.server.domain import SecretRecord, UnitOfWork, UnitOfWorkFactory, new_id
-from wepush.server.domain.secrets import SealedSecret, SecretStore
+from wepush.server.domain.secrets import SecretStore, sealed_secret_of
 
 __all__ = [
     "ACCOUNT_OWNER",
@@ -53,17 +53,6 @@ def secret_type(name: str) -> str:
     """The secret type bound into the ciphertext: the record's name, the convention every reader and
     writer of ``secret_record`` shares (the run executor opens account secrets the same way)."""
     return name
-
-
-def _sealed(record: SecretRecord) -> SealedSecret:
-    return SealedSecret(
-        ciphertext=record.ciphertext,
-        nonce=record.nonce,
-        encrypted_dek=record.encrypted_dek,
-        dek_nonce=record.dek_nonce,
-        algorithm=record.algorithm,
-        key_version=record.key_version,
-    )
 
 
 def secret_write_issues(writes: Mapping[str, SecretWrite], existing: Iterable[str]) -> list[FieldIssue]:
@@ -197,7 +186,11 @@ class AccountSecretResolver:
         if record is None or (ref.version is not None and ref.version != str(record.record_version)):
             raise SecretNotFoundError(ref)
         plain = self._store.decrypt(
-            _sealed(record), self._workspace_id, record.id, secret_type(record.name), record.record_version
+            sealed_secret_of(record),
+            self._workspace_id,
+            record.id,
+            secret_type(record.name),
+            record.record_version,
         )
         try:
             return SecretValue(plain)

@@ -26,7 +26,7 @@ from wepush.server.domain import (
     WorkspaceRole,
     new_id,
 )
-from wepush.server.domain.secrets import SealedSecret, SecretStore
+from wepush.server.domain.secrets import SecretStore, sealed_secret_of
 
 DEFAULT_WORKSPACE_NAME = "default"
 SYSTEM_OWNER_TYPE = "SYSTEM"
@@ -107,14 +107,7 @@ class SystemBootstrap:
                     )
                 assert record is not None
         plain = self._secrets.decrypt(
-            SealedSecret(
-                ciphertext=record.ciphertext,
-                nonce=record.nonce,
-                encrypted_dek=record.encrypted_dek,
-                dek_nonce=record.dek_nonce,
-                algorithm=record.algorithm,
-                key_version=record.key_version,
-            ),
+            sealed_secret_of(record),
             workspace_id,
             record.id,
             name,

@@ -19,7 +19,7 @@ from typing import Final
 from wepush.server.application.audit import Auditor
 from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.domain import SecretRecord, UnitOfWorkFactory, VersionConflict
-from wepush.server.domain.secrets import SealedSecret, SecretStore
+from wepush.server.domain.secrets import SecretStore, sealed_secret_of
 
 __all__ = ["MasterKeyRewrap", "RewrapReport"]
 
@@ -89,16 +89,7 @@ class MasterKeyRewrap:
         return RewrapReport(sum(per_workspace.values()), active_version, usage)
 
     def _rewrapped(self, record: SecretRecord) -> SecretRecord:
-        sealed = self._store.rewrap(
-            SealedSecret(
-                ciphertext=record.ciphertext,
-                nonce=record.nonce,
-                encrypted_dek=record.encrypted_dek,
-                dek_nonce=record.dek_nonce,
-                algorithm=record.algorithm,
-                key_version=record.key_version,
-            )
-        )
+        sealed = self._store.rewrap(sealed_secret_of(record))
         return dataclasses.replace(
             record,
             encrypted_dek=sealed.encrypted_dek,

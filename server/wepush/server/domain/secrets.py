@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from ._records import SecretRecord
+
 __all__ = [
     "SECRET_ALGORITHM",
     "MasterKeyError",
@@ -20,6 +22,7 @@ __all__ = [
     "SecretDecryptionError",
     "SecretStore",
     "SecretStoreError",
+    "sealed_secret_of",
 ]
 
 SECRET_ALGORITHM: Final = "AES-256-GCM"  # noqa: S105 - an algorithm name, not a credential
@@ -91,3 +94,15 @@ class SecretStore(Protocol):
     ) -> bytearray: ...
 
     def rewrap(self, sealed: SealedSecret) -> SealedSecret: ...
+
+
+def sealed_secret_of(record: SecretRecord) -> SealedSecret:
+    """The envelope a ``secret_record`` row stores, as the SecretStore takes it."""
+    return SealedSecret(
+        ciphertext=record.ciphertext,
+        nonce=record.nonce,
+        encrypted_dek=record.encrypted_dek,
+        dek_nonce=record.dek_nonce,
+        algorithm=record.algorithm,
+        key_version=record.key_version,
+    )
