@@ -25,8 +25,9 @@ __all__ = ["STAGE_BATCH_ROWS", "StagingOutcome", "stage_upload"]
 
 #: Rows per staging transaction: large enough to amortise a commit, small enough to keep memory flat.
 STAGE_BATCH_ROWS: Final = 10000
-#: Lines turned into records between two yields to the event loop (a few milliseconds of work).
-_SLICE_LINES: Final = 1000
+#: Lines turned into records between two yields to the event loop (under a millisecond of work: every
+#: database round trip of the write in flight waits for the next yield).
+_SLICE_LINES: Final = 250
 _MIN_RECORD_CHARS: Final = 64 * 1024
 _ACCEPTED: Final = StagedRowStatus.ACCEPTED.value
 _MAX_RECORD_CHARS: Final = 16 * 1024 * 1024
