@@ -35,7 +35,7 @@ def test_staged_and_committed_imports_are_readable_until_their_deadline(state: I
 
 def test_a_committed_import_past_its_deadline_says_its_staged_rows_are_gone() -> None:
     with pytest.raises(
-        ImportStateConflict, match=r"cannot preview from COMMITTED \(its staged rows are kept"
+        ImportStateConflict, match=r"cannot preview any more \(staged rows are kept 24 hours\) from COMMITTED"
     ):
         staging_readable(_import(ImportState.COMMITTED), CREATED + IMPORT_TTL, "preview")
 

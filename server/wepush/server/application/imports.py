@@ -76,7 +76,7 @@ def staging_readable(audience_import: AudienceImport, now: datetime, attempted: 
     if now >= found.expires_at:
         # The retention sweep discards staging rows at the deadline; the snapshot keeps the recipients.
         raise ImportStateConflict(
-            found.id, f"{found.state.value} (its staged rows are kept {_TTL_TEXT} only)", attempted
+            found.id, found.state.value, f"{attempted} any more (staged rows are kept {_TTL_TEXT})"
         )
     return found
 
