@@ -1,4 +1,4 @@
-"""``SqliteExecutionLedger``: an executing run's hot statements on SQLite, run on the event loop itself.
+"""``SqliteExecutionLedger``: an executing run's hot statements on SQLite, without driver round trips.
 
 Through SQLAlchemy and aiosqlite every statement costs three or four round trips between the event
 loop and the connection's thread (cursor, execute, fetch, close), a write transaction a dozen, and the
@@ -7,12 +7,14 @@ waits for the loop's next turn and each GIL hand-off for the loop's switch inter
 took 20-700 ms and SQLite's single write lock was held across all the turns of a write transaction, with
 result appends, dispatch marks and event publishes queueing behind each other.
 
-Here the ledger keeps one plain ``sqlite3`` connection of its own and runs each operation synchronously
-on the loop: a short, bounded piece of C work (a page read, a ``BEGIN IMMEDIATE`` … ``COMMIT`` of one
-insert or update) with no round trip at all. It never blocks on the write lock: its busy timeout is 0,
-and while another connection holds the lock it waits with ``asyncio.sleep`` and tries again, up to the
-engine's busy timeout. It never checkpoints the WAL either (``wal_autocheckpoint=0``); the pool's
-connections do that in their own threads as they commit.
+Here the ledger keeps plain ``sqlite3`` connections of its own. Recipient reads and dispatch marks run
+synchronously on the loop: a short, bounded piece of C work (a page read, a ``BEGIN IMMEDIATE`` …
+``COMMIT`` of one update) with no round trip at all. That connection never blocks on the write lock (its
+busy timeout is 0: while another connection holds the lock it waits with ``asyncio.sleep`` and tries
+again, up to the engine's busy timeout) and never checkpoints the WAL (``wal_autocheckpoint=0``).
+Result batches, the one heavy write, go to a second connection on a single append thread as one
+``INSERT … SELECT … FROM json_each(?)`` of a JSON array: one SQLite step, during which that thread holds
+no GIL, so the B-tree work runs beside the loop; that thread may wait for the lock and checkpoints.
 
 Only the common case takes this path. Anything unusual (a batch with an item already stored, a run that
 is no longer executing) is handed to the reference ``UnitOfWorkLedger``, which has the full semantics and
