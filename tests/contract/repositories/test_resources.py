@@ -22,6 +22,7 @@ from wepush.server.domain import (
     ResourceInUse,
     Schedule,
     VersionConflict,
+    new_id,
 )
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 
@@ -281,3 +282,36 @@ async def test_list_pages_only_show_the_workspace_live_resources(
     assert [a.name for a in rest.items] == ["customers"]
     assert rest.items[0].latest_snapshot_id == world.snapshot.id
     assert not rest.has_more
+
+
+async def _add_copy(uow: Any, world: Any, kind: str, name: str) -> Any:
+    """Another live resource of ``kind`` like the world's, under ``name``."""
+    fresh = new_id()
+    if kind == "message":
+        message = replace(world.message, id=fresh, name=name)
+        return await uow.messages.add(message, replace(world.revision, id=new_id(), message_id=fresh))
+    if kind == "audience":
+        return await uow.audiences.add(replace(world.audience, id=fresh, name=name))
+    return await uow.jobs.add(replace(world.job, id=fresh, name=name))
+
+
+@pytest.mark.parametrize("kind", ["message", "audience", "job"])
+async def test_message_audience_and_job_names_are_unique_among_live_ones(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock, kind: str
+) -> None:
+    world = await build_world(uow_factory, db_clock.now)
+    taken: str = getattr(world, kind).name
+
+    with pytest.raises(NameAlreadyUsed):
+        async with uow_factory() as uow:
+            await _add_copy(uow, world, kind, taken)
+    async with uow_factory() as uow:
+        other = await _add_copy(uow, world, kind, f"{taken} 2")
+    with pytest.raises(NameAlreadyUsed):
+        async with uow_factory() as uow:
+            await getattr(uow, f"{kind}s").update(replace(other, name=taken))
+
+    async with uow_factory() as uow:
+        await getattr(uow, f"{kind}s").delete(world.workspace.id, other.id, expected_version=other.version)
+        reused = await _add_copy(uow, world, kind, f"{taken} 2")
+    assert reused.name == f"{taken} 2"

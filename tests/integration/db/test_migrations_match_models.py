@@ -30,6 +30,9 @@ EMPTY = [
 PARTIAL_UNIQUE_INDEXES = {
     "uq_agent_lease_run_id_active": ("STATE", "'ACTIVE'"),
     "uq_account_workspace_id_name_live": ("DELETED_AT", "IS NULL"),
+    "uq_message_workspace_id_name_live": ("DELETED_AT", "IS NULL"),
+    "uq_audience_workspace_id_name_live": ("DELETED_AT", "IS NULL"),
+    "uq_job_workspace_id_name_live": ("DELETED_AT", "IS NULL"),
 }
 
 
@@ -72,7 +75,7 @@ async def test_a_fresh_database_migrated_to_head_has_no_differences_from_the_mod
 
     await upgrade_database_async(url)
 
-    assert await current_revision_async(url) == head_revision() == "0003_import_staging_bulk"
+    assert await current_revision_async(url) == head_revision() == "0004_live_names_unique"
     assert await is_up_to_date_async(url)
     assert await _diff_against(url, metadata) == []
 

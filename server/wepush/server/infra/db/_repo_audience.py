@@ -33,11 +33,11 @@ from wepush.server.domain import (
     AudienceImport,
     AudienceSnapshot,
     CommittedImport,
-    DuplicateResource,
     ImportCounts,
     ImportState,
     ImportStateConflict,
     Keyset,
+    NameAlreadyUsed,
     NotFound,
     Page,
     PageRequest,
@@ -128,7 +128,7 @@ _STAGED_ERRORS = text(STAGED_ERRORS_PREDICATE)
 class SqlAudienceRepository(_SoftDeletable):
     async def add(self, audience_: Audience) -> Audience:
         await self._insert(
-            audience, _AUDIENCE.to_values(audience_), lambda: DuplicateResource("audience", audience_.id)
+            audience, _AUDIENCE.to_values(audience_), lambda: NameAlreadyUsed("audience", audience_.name)
         )
         return audience_
 
@@ -161,6 +161,7 @@ class SqlAudienceRepository(_SoftDeletable):
             _AUDIENCE.to_values(audience_),
             audience.c.workspace_id == audience_.workspace_id,
             audience.c.deleted_at.is_(None),
+            on_duplicate=lambda: NameAlreadyUsed("audience", audience_.name),
         )
         return _AUDIENCE.from_row(row)
 

@@ -129,7 +129,7 @@ class SqlAccountRepository(_SoftDeletable):
 class SqlMessageRepository(_SoftDeletable):
     async def add(self, message_: Message, first_revision: MessageRevision) -> Message:
         await self._insert(
-            message, _MESSAGE.to_values(message_), lambda: DuplicateResource("message", message_.id)
+            message, _MESSAGE.to_values(message_), lambda: NameAlreadyUsed("message", message_.name)
         )
         await self.add_revision(first_revision)
         return message_
@@ -163,6 +163,7 @@ class SqlMessageRepository(_SoftDeletable):
             _MESSAGE.to_values(message_),
             message.c.workspace_id == message_.workspace_id,
             message.c.deleted_at.is_(None),
+            on_duplicate=lambda: NameAlreadyUsed("message", message_.name),
         )
         return _MESSAGE.from_row(row)
 
@@ -217,7 +218,7 @@ class SqlMessageRepository(_SoftDeletable):
 
 class SqlJobRepository(_SoftDeletable):
     async def add(self, job_: Job) -> Job:
-        await self._insert(job, _JOB.to_values(job_), lambda: DuplicateResource("job", job_.id))
+        await self._insert(job, _JOB.to_values(job_), lambda: NameAlreadyUsed("job", job_.name))
         return job_
 
     async def get(self, workspace_id: str, job_id: str) -> Job:
@@ -245,6 +246,7 @@ class SqlJobRepository(_SoftDeletable):
             _JOB.to_values(job_),
             job.c.workspace_id == job_.workspace_id,
             job.c.deleted_at.is_(None),
+            on_duplicate=lambda: NameAlreadyUsed("job", job_.name),
         )
         return _JOB.from_row(row)
 

@@ -40,6 +40,14 @@ audience = Table(
     Column("recipient_count", BigInteger, nullable=False),
     Column("deleted_at", UtcDateTime(), nullable=True),
     *audit_columns(),
+    Index(
+        "uq_audience_workspace_id_name_live",
+        "workspace_id",
+        "name",
+        unique=True,
+        sqlite_where=text("deleted_at IS NULL"),
+        postgresql_where=text("deleted_at IS NULL"),
+    ),
     Index(None, "workspace_id", "created_at"),
 )
 

@@ -115,6 +115,14 @@ message = Table(
     Column("latest_revision", Integer, nullable=False),
     Column("deleted_at", UtcDateTime(), nullable=True),
     *audit_columns(),
+    Index(
+        "uq_message_workspace_id_name_live",
+        "workspace_id",
+        "name",
+        unique=True,
+        sqlite_where=LIVE,
+        postgresql_where=LIVE,
+    ),
     Index(None, "workspace_id", "created_at"),
 )
 
@@ -145,6 +153,14 @@ job = Table(
     Column("policies_json", JSON_DOCUMENT, nullable=False),
     Column("deleted_at", UtcDateTime(), nullable=True),
     *audit_columns(),
+    Index(
+        "uq_job_workspace_id_name_live",
+        "workspace_id",
+        "name",
+        unique=True,
+        sqlite_where=LIVE,
+        postgresql_where=LIVE,
+    ),
     Index(None, "workspace_id", "created_at"),
     Index(None, "account_id"),
     Index(None, "message_id"),
