@@ -38,13 +38,34 @@ from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 LedgerFactory = Callable[[SqlUnitOfWorkFactory], ExecutionLedger]
 
 
-@pytest.fixture(params=["reference", "sqlite"])
-def make_ledger(request: pytest.FixtureRequest, database_backend: str) -> Iterator[LedgerFactory]:
-    if request.param == "reference":
+# (database, ledger): the reference ledger on both databases, the loop-side ledger on SQLite, its only
+# database. Overriding ``database_backend`` here makes the database follow the case.
+LEDGER_CASES = [
+    pytest.param(("sqlite", "reference"), id="sqlite-reference"),
+    pytest.param(("postgresql", "reference"), id="postgresql-reference", marks=pytest.mark.postgres),
+    pytest.param(("sqlite", "loop"), id="sqlite-loop"),
+]
+
+
+@pytest.fixture(params=LEDGER_CASES)
+def ledger_case(request: pytest.FixtureRequest) -> tuple[str, str]:
+    database, ledger = request.param
+    return str(database), str(ledger)
+
+
+@pytest.fixture
+def database_backend(request: pytest.FixtureRequest) -> str:
+    if "ledger_case" in request.fixturenames:
+        return str(request.getfixturevalue("ledger_case")[0])
+    # Tests of SQLite's own locking have no other database.
+    return "sqlite"
+
+
+@pytest.fixture
+def make_ledger(ledger_case: tuple[str, str]) -> Iterator[LedgerFactory]:
+    if ledger_case[1] == "reference":
         yield UnitOfWorkLedger
         return
-    if database_backend != "sqlite":
-        pytest.skip("the loop-side ledger is for SQLite only")
     made: list[SqliteExecutionLedger] = []
 
     def make(uow: SqlUnitOfWorkFactory) -> ExecutionLedger:
@@ -193,8 +214,7 @@ def _page(limit: int) -> PageRequest[int]:
 async def test_the_sqlite_ledger_waits_for_the_write_lock_without_blocking_the_loop(
     uow: SqlUnitOfWorkFactory, world: World, database_backend: str
 ) -> None:
-    if database_backend != "sqlite":
-        pytest.skip("SQLite's single write lock")
+    assert database_backend == "sqlite"
     ledger = SqliteExecutionLedger(uow)
     run = await create_run(uow, world)
     claimed = await _claim(uow, world, run)
