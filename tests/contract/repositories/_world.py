@@ -18,6 +18,7 @@ from wepush.server.domain import (
     MessageRevision,
     Run,
     RunState,
+    SecretRecord,
     StagedRow,
     StagedRowStatus,
     UnitOfWorkFactory,
@@ -169,3 +170,22 @@ async def add_run(uow_factory: UnitOfWorkFactory, world: World, now: datetime, *
     async with uow_factory() as uow:
         await uow.runs.add(run)
     return run
+
+
+def secret_record(workspace_id: str, now: datetime, **changes: Any) -> SecretRecord:
+    """An account's sealed secret with opaque placeholder bytes (repositories never look inside)."""
+    record = SecretRecord(
+        workspace_id=workspace_id,
+        owner_type="ACCOUNT",
+        owner_id="account-1",
+        name="token",
+        ciphertext=b"\x00\x01ciphertext\xff",
+        nonce=b"n" * 12,
+        encrypted_dek=b"d" * 48,
+        dek_nonce=b"m" * 12,
+        algorithm="AES-256-GCM",
+        key_version=1,
+        created_at=now,
+        updated_at=now,
+    )
+    return replace(record, **changes)

@@ -15,6 +15,14 @@ from wepush.server.infra.db import SqlUnitOfWorkFactory
 DAY = timedelta(hours=24)
 
 
+async def _audience(uow_factory: SqlUnitOfWorkFactory, clock: SteppingClock) -> Audience:
+    workspace = await add_workspace(uow_factory, clock.now)
+    audience = Audience(workspace_id=workspace.id, name="people", created_at=clock.now, updated_at=clock.now)
+    async with uow_factory() as uow:
+        await uow.audiences.add(audience)
+    return audience
+
+
 async def _staged(
     uow_factory: SqlUnitOfWorkFactory, audience: Audience, clock: SteppingClock, lines: int, *, commit: bool
 ) -> AudienceImport:
@@ -40,12 +48,7 @@ async def _rows(uow_factory: SqlUnitOfWorkFactory, import_id: str) -> int:
 async def test_a_sweep_expires_open_imports_and_discards_staging_past_the_deadline(
     uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
 ) -> None:
-    workspace = await add_workspace(uow_factory, db_clock.now)
-    audience = Audience(
-        workspace_id=workspace.id, name="people", created_at=db_clock.now, updated_at=db_clock.now
-    )
-    async with uow_factory() as uow:
-        await uow.audiences.add(audience)
+    audience = await _audience(uow_factory, db_clock)
     open_import = await _staged(uow_factory, audience, db_clock, 23, commit=False)
     committed = await _staged(uow_factory, audience, db_clock, 12, commit=True)
     db_clock.advance(DAY - timedelta(hours=1))
@@ -61,10 +64,10 @@ async def test_a_sweep_expires_open_imports_and_discards_staging_past_the_deadli
     assert again == ImportSweepReport()
     async with uow_factory(read_only=True) as uow:
         states = {
-            i.id: (await uow.audience_imports.get(workspace.id, i.id)).state
+            i.id: (await uow.audience_imports.get(audience.workspace_id, i.id)).state
             for i in (open_import, committed, young)
         }
-        snapshot = await uow.audiences.get_snapshot(workspace.id, committed.snapshot_id or "")
+        snapshot = await uow.audiences.get_snapshot(audience.workspace_id, committed.snapshot_id or "")
         recipients = await uow.audiences.list_recipients(snapshot.id, PageRequest(limit=100))
     assert states == {
         open_import.id: ImportState.EXPIRED,
@@ -78,12 +81,7 @@ async def test_a_sweep_expires_open_imports_and_discards_staging_past_the_deadli
 async def test_discarding_an_import_takes_bounded_batches_first_lines_first(
     uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
 ) -> None:
-    workspace = await add_workspace(uow_factory, db_clock.now)
-    audience = Audience(
-        workspace_id=workspace.id, name="people", created_at=db_clock.now, updated_at=db_clock.now
-    )
-    async with uow_factory() as uow:
-        await uow.audiences.add(audience)
+    audience = await _audience(uow_factory, db_clock)
     staged = await _staged(uow_factory, audience, db_clock, 7, commit=False)
 
     async with uow_factory() as uow:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.contract.repositories._world import add_workspace
+from tests.contract.repositories._world import add_workspace, secret_record
 from tests.fixtures.db import SteppingClock
-from wepush.server.domain import SecretRecord
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 
 
@@ -15,20 +14,7 @@ async def test_records_not_under_a_version_are_listed_oldest_first_and_counted_p
 ) -> None:
     first = await add_workspace(uow_factory, db_clock.now, "first")
     second = await add_workspace(uow_factory, db_clock.now, "second")
-    template = SecretRecord(
-        workspace_id=first.id,
-        owner_type="ACCOUNT",
-        owner_id="account-1",
-        name="token",
-        ciphertext=b"c",
-        nonce=b"n" * 12,
-        encrypted_dek=b"d" * 48,
-        dek_nonce=b"m" * 12,
-        algorithm="AES-256-GCM",
-        key_version=1,
-        created_at=db_clock.now,
-        updated_at=db_clock.now,
-    )
+    template = secret_record(first.id, db_clock.now)
     records = []
     for index, (workspace, version) in enumerate([(first, 1), (second, 2), (second, 1), (first, 3)]):
         db_clock.advance()

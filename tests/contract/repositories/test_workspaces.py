@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.contract.repositories._world import add_workspace
+from tests.contract.repositories._world import add_workspace, secret_record
 from tests.fixtures.db import SteppingClock
 from wepush.server.domain import (
     ApiToken,
@@ -15,7 +15,6 @@ from wepush.server.domain import (
     NameAlreadyUsed,
     NotFound,
     PageRequest,
-    SecretRecord,
     VersionConflict,
     WorkspaceMember,
     WorkspaceRole,
@@ -101,20 +100,7 @@ async def test_secret_records_are_unique_per_owner_and_name_and_keep_their_bytes
     uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
 ) -> None:
     workspace = await add_workspace(uow_factory, db_clock.now)
-    record = SecretRecord(
-        workspace_id=workspace.id,
-        owner_type="ACCOUNT",
-        owner_id="account-1",
-        name="token",
-        ciphertext=b"\x00\x01ciphertext\xff",
-        nonce=b"n" * 12,
-        encrypted_dek=b"d" * 48,
-        dek_nonce=b"m" * 12,
-        algorithm="AES-256-GCM",
-        key_version=1,
-        created_at=db_clock.now,
-        updated_at=db_clock.now,
-    )
+    record = secret_record(workspace.id, db_clock.now)
     async with uow_factory() as uow:
         await uow.secret_records.add(record)
         await uow.secret_records.add(replace(record, id="password-record", name="password"))

@@ -20,10 +20,13 @@ from wepush.server.application.execution import (
 )
 from wepush.server.domain import (
     Account,
+    Agent,
+    AgentKind,
     Artifact,
     ArtifactOwnerType,
     Audience,
     AudienceImport,
+    ClaimedLease,
     ImportFormat,
     ImportState,
     Job,
@@ -334,3 +337,28 @@ def jsonl(data: bytes) -> list[str]:
 
 def types_of(events: Sequence[RunEvent]) -> list[str]:
     return [e.type for e in events]
+
+
+async def claim_run(uow: UnitOfWorkFactory, world: World, run: Run) -> ClaimedLease:
+    """Register a fresh embedded agent and claim ``run`` for it (a five-minute lease)."""
+    now = utc_now()
+    async with uow() as unit:
+        agent = await unit.agents.add(
+            Agent(
+                workspace_id=world.workspace.id,
+                display_name=f"agent-{now.timestamp()}",
+                kind=AgentKind.EMBEDDED,
+                agent_version="0",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        claimed = await unit.leases.claim(
+            run.workspace_id,
+            run.id,
+            agent.id,
+            expires_at=now + timedelta(minutes=5),
+            ack_deadline=now + timedelta(minutes=5),
+        )
+    assert claimed is not None
+    return claimed

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
 import pytest
 
-from tests.integration.execution._world import World, build_world, create_run, eventually, load_run
+from tests.integration.execution._world import World, build_world, claim_run, create_run, eventually, load_run
 from wepush.server.application.execution import (
     LeaseGuard,
     RunSnapshot,
     SnapshotRecipientSource,
     UnitOfWorkLedger,
 )
-from wepush.server.domain import Agent, AgentKind, ClaimedLease, Run, UnitOfWork, utc_now
+from wepush.server.domain import UnitOfWork, utc_now
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
@@ -52,30 +51,6 @@ class _CountingFactory:
         return _CountedUnit(self._inner(read_only=read_only), self, read_only)
 
 
-async def _claim(uow: SqlUnitOfWorkFactory, world: World, run: Run) -> ClaimedLease:
-    now = utc_now()
-    async with uow() as unit:
-        agent = await unit.agents.add(
-            Agent(
-                workspace_id=world.workspace.id,
-                display_name=f"agent-{now.timestamp()}",
-                kind=AgentKind.EMBEDDED,
-                agent_version="0",
-                created_at=now,
-                updated_at=now,
-            )
-        )
-        claimed = await unit.leases.claim(
-            run.workspace_id,
-            run.id,
-            agent.id,
-            expires_at=now + timedelta(minutes=5),
-            ack_deadline=now + timedelta(minutes=5),
-        )
-    assert claimed is not None
-    return claimed
-
-
 @pytest.fixture
 async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore) -> World:
     return await build_world(uow, secret_store, recipients=25)
@@ -85,7 +60,7 @@ async def test_recipients_are_read_while_a_writer_holds_the_run_and_handed_out_o
     uow: SqlUnitOfWorkFactory, world: World
 ) -> None:
     run = await create_run(uow, world)
-    claimed = await _claim(uow, world, run)
+    claimed = await claim_run(uow, world, run)
     snapshot = RunSnapshot.from_json((await load_run(uow, run)).snapshot)
     counting = _CountingFactory(uow)
     guard = LeaseGuard(uow, claimed.fence, utc_now)

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.integration.execution._world import World, build_world, create_run
+from tests.integration.execution._world import World, build_world, claim_run, create_run
 from wepush.agent.engine import ErrorCategory, ItemResult, ItemState
 from wepush.server.application.execution import (
     ExecutionLedger,
@@ -20,13 +20,9 @@ from wepush.server.application.execution import (
 )
 from wepush.server.domain import (
     RESENDABLE_ITEM_STATES,
-    Agent,
-    AgentKind,
-    ClaimedLease,
     LeaseExpired,
     LeaseFence,
     PageRequest,
-    Run,
     RunState,
     RunStateConflict,
     utc_now,
@@ -82,30 +78,6 @@ async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStor
     return await build_world(uow, secret_store, recipients=12)
 
 
-async def _claim(uow: SqlUnitOfWorkFactory, world: World, run: Run) -> ClaimedLease:
-    now = utc_now()
-    async with uow() as unit:
-        agent = await unit.agents.add(
-            Agent(
-                workspace_id=world.workspace.id,
-                display_name=f"agent-{now.timestamp()}",
-                kind=AgentKind.EMBEDDED,
-                agent_version="0",
-                created_at=now,
-                updated_at=now,
-            )
-        )
-        claimed = await unit.leases.claim(
-            run.workspace_id,
-            run.id,
-            agent.id,
-            expires_at=now + timedelta(minutes=5),
-            ack_deadline=now + timedelta(minutes=5),
-        )
-    assert claimed is not None
-    return claimed
-
-
 def _result(sequence: int, state: ItemState = ItemState.SUCCEEDED, attempt: int = 1) -> ItemResult:
     return ItemResult(
         run_id="run",
@@ -135,7 +107,7 @@ async def test_recipient_pages_follow_the_sequence_and_a_resend_reads_only_its_r
         stored = await unit.audiences.list_recipients(run.audience_snapshot_id, _page(5))
     assert first.items == [recipient_record(run.id, r) for r in stored.items]
 
-    claimed = await _claim(uow, world, run)
+    claimed = await claim_run(uow, world, run)
     failed = [_result(n, ItemState.FAILED) for n in (2, 7, 11)]
     await ledger.record_results(claimed.fence, utc_now(), run.workspace_id, run.id, failed)
     resend = await create_run(uow, world)
@@ -153,7 +125,7 @@ async def test_results_are_recorded_once_and_a_redelivered_batch_changes_nothing
 ) -> None:
     ledger = make_ledger(uow)
     run = await create_run(uow, world)
-    claimed = await _claim(uow, world, run)
+    claimed = await claim_run(uow, world, run)
     now = utc_now()
     first = [_result(1), _result(2, ItemState.FAILED), _result(3)]
     await ledger.record_results(claimed.fence, now, run.workspace_id, run.id, first)
@@ -183,7 +155,7 @@ async def test_the_mark_only_rises_and_every_write_proves_the_fence(
 ) -> None:
     ledger = make_ledger(uow)
     run = await create_run(uow, world)
-    claimed = await _claim(uow, world, run)
+    claimed = await claim_run(uow, world, run)
     now = utc_now()
     await ledger.mark_dispatched(claimed.fence, now, run.workspace_id, run.id, 10)
     await ledger.mark_dispatched(claimed.fence, now, run.workspace_id, run.id, 4)
@@ -217,7 +189,7 @@ async def test_the_sqlite_ledger_waits_for_the_write_lock_without_blocking_the_l
     assert database_backend == "sqlite"
     ledger = SqliteExecutionLedger(uow)
     run = await create_run(uow, world)
-    claimed = await _claim(uow, world, run)
+    claimed = await claim_run(uow, world, run)
     try:
         async with uow() as writer:  # BEGIN IMMEDIATE: this connection holds the write lock
             await writer.runs.get(run.workspace_id, run.id)

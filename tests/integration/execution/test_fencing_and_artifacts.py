@@ -8,7 +8,14 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.integration.execution._world import World, artifacts_of, build_world, create_run, load_run
+from tests.integration.execution._world import (
+    World,
+    artifacts_of,
+    build_world,
+    claim_run,
+    create_run,
+    load_run,
+)
 from wepush.agent.engine import ItemResult as EngineItemResult
 from wepush.agent.engine import ItemState as EngineItemState
 from wepush.agent.engine import RunEvent as EngineRunEvent
@@ -35,11 +42,8 @@ from wepush.server.application.execution import (
     plain_transactions,
 )
 from wepush.server.domain import (
-    Agent,
-    AgentKind,
     Artifact,
     ArtifactState,
-    ClaimedLease,
     ItemState,
     LeaseExpired,
     LeaseFence,
@@ -58,30 +62,6 @@ async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStor
     return await build_world(uow, secret_store, recipients=3)
 
 
-async def _claim(uow: SqlUnitOfWorkFactory, world: World, run: Run) -> ClaimedLease:
-    now = utc_now()
-    async with uow() as unit:
-        agent = await unit.agents.add(
-            Agent(
-                workspace_id=world.workspace.id,
-                display_name=f"agent-{now.timestamp()}",
-                kind=AgentKind.EMBEDDED,
-                agent_version="0",
-                created_at=now,
-                updated_at=now,
-            )
-        )
-        claimed = await unit.leases.claim(
-            run.workspace_id,
-            run.id,
-            agent.id,
-            expires_at=now + timedelta(minutes=5),
-            ack_deadline=now + timedelta(minutes=5),
-        )
-    assert claimed is not None
-    return claimed
-
-
 def _result(run: Run, sequence: int, state: EngineItemState = EngineItemState.SUCCEEDED) -> EngineItemResult:
     return EngineItemResult(
         run_id=run.id, item_id=f"item-{sequence}", sequence=sequence, state=state, attempt=1
@@ -96,7 +76,7 @@ async def test_a_late_write_from_a_revoked_executor_is_rejected_and_changes_noth
     uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
 ) -> None:
     run = await create_run(uow, world)
-    claimed = await _claim(uow, world, run)
+    claimed = await claim_run(uow, world, run)
     guard = LeaseGuard(uow, claimed.fence, utc_now)
     sink = FencedResultSink(guard, execution_ledger(uow), run.workspace_id, run.id)
     await sink.append([_result(run, 1)])
@@ -119,12 +99,12 @@ async def test_only_the_current_epoch_and_token_may_write(
     uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
 ) -> None:
     run = await create_run(uow, world)
-    first = await _claim(uow, world, run)
+    first = await claim_run(uow, world, run)
     # Nothing was dispatched under the first lease, so recovery queues the run again.
     requeued = await _recovery(uow, artifact_store).recover_lease(first.lease, "the executor died")
     assert requeued is not None
     assert requeued.final_state is RunState.PENDING
-    second = await _claim(uow, world, run)
+    second = await claim_run(uow, world, run)
     snapshot = RunSnapshot.from_json((await load_run(uow, run)).snapshot)
 
     forged = LeaseFence(second.lease.id, first.lease.epoch, first.token)
