@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.contract.repositories._world import accepted, add_workspace, new_import, rejected
+from tests.contract.repositories._world import accepted, add_workspace, commit_audience, new_import, rejected
 from tests.fixtures.db import SteppingClock
 from wepush.server.domain import (
     Audience,
@@ -210,3 +210,24 @@ async def test_no_suspect_keys_means_no_duplicates_to_mark(
         await uow.audience_imports.add(audience_import)
         await uow.audience_imports.stage_rows(audience_import.id, [accepted(1, "a"), accepted(2, "b")])
         assert await uow.audience_imports.mark_duplicates(audience_import.id, among=set()) == 0
+
+
+async def test_the_checksum_hashes_the_stored_text_of_awkward_values_exactly(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    # PostgreSQL streams the checksum's lines with COPY, whose text format escapes backslashes and
+    # control characters: the hash must still be over the values themselves.
+    audience = await _audience(uow_factory, db_clock)
+    awkward = [
+        accepted(1, "back\\slash", name="C:\\temp\\new"),
+        accepted(2, "tab\tkey", name="a\tb"),
+        accepted(3, "line\nkey", name="first\nsecond\r\nthird"),
+        accepted(4, "\\", name="\\\\n is not a newline"),
+        accepted(5, "ctl", name="\b\f\v\x01 end"),
+        accepted(6, "ünï", name="名字 🎉", note='"quoted" \\"'),
+    ]
+    _, snapshot = await commit_audience(uow_factory, audience, awkward, db_clock.now)
+    expected = hashlib.sha256(
+        "".join(f"{r.item_key}\t{canonical_json(r.fields)}\n" for r in awkward).encode()
+    ).hexdigest()
+    assert (snapshot.recipient_count, snapshot.checksum) == (6, expected)

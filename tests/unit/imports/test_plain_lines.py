@@ -24,6 +24,8 @@ IMPORT_ID = "import-1"
 # Values that exercise splitting and JSON escaping: spaces, tabs, control and non-ASCII characters,
 # backslashes, a JSON-looking value, empties, a percent sign (the JSON template uses %-formatting).
 VALUES = ["", " ", "a", "138001", "Zoë", "名字", "tab\there", "back\\slash", "{}", "%s%%", "\x01", "x" * 13]
+# Values no JSON string escapes, so whole blocks take the verbatim encoding.
+VERBATIM_VALUES = ["", " ", "a", "138001", "Zoë", "名字", "{}", "%s%%", "\x7f", "x" * 13]
 
 
 def _stage(
@@ -47,7 +49,9 @@ def _stage(
     return out
 
 
-def _csv_file(rng: random.Random, *, header: bool, quotes: bool, width: int) -> bytes:
+def _csv_file(
+    rng: random.Random, *, header: bool, quotes: bool, width: int, values: list[str] = VALUES
+) -> bytes:
     lines: list[str] = []
     if header:
         lines.append(",".join(f"c{index}" for index in range(1, width + 1)))
@@ -57,10 +61,10 @@ def _csv_file(rng: random.Random, *, header: bool, quotes: bool, width: int) -> 
             lines.append("")
             continue
         columns = width if shape < 0.85 else rng.choice([1, width - 1, width + 1, width + 3])
-        values = [rng.choice(VALUES) for _ in range(max(columns, 1))]
+        row = [rng.choice(values) for _ in range(max(columns, 1))]
         if quotes and rng.random() < 0.1:
-            values[rng.randrange(len(values))] = '"quoted, ""with"" comma\nand a line"'
-        lines.append(",".join(values))
+            row[rng.randrange(len(row))] = '"quoted, ""with"" comma\nand a line"'
+        lines.append(",".join(row))
     ending = rng.choice(["\n", "\r\n"])
     text = ending.join(lines) + (ending if rng.random() < 0.7 else "")
     return text.encode()
@@ -85,7 +89,8 @@ def test_plain_blocks_stage_exactly_what_the_record_path_stages(seed: int) -> No
     rng = random.Random(seed)
     header = rng.random() < 0.7
     width = rng.randint(1, 4)
-    content = _csv_file(rng, header=header, quotes=seed % 3 == 0, width=width)
+    values = VERBATIM_VALUES if seed % 2 else VALUES
+    content = _csv_file(rng, header=header, quotes=seed % 3 == 0, width=width, values=values)
     settings = _settings(rng, header, width)
     try:
         expected = _stage(content, settings, plain=False, rng=random.Random(seed))
@@ -114,11 +119,12 @@ def test_plain_txt_blocks_stage_exactly_what_the_record_path_stages(seed: int) -
 
 def test_a_quote_or_a_bare_carriage_return_sends_the_block_to_the_parser() -> None:
     reader = RecordReader(format=ImportFormat.CSV, max_record_chars=1024)
-    assert reader.feed_block(b"a,b\r\nc,d\r\n") == PlainLines(1, ["a,b", "c,d"])
+    assert reader.feed_block(b"a,b\r\nc,d\r\n") == PlainLines(1, ["a,b", "c,d"], json_verbatim=True)
     assert not isinstance(reader.feed_block(b'e,"f"\n'), PlainLines)
     assert not isinstance(reader.feed_block(b"g\rh,i\n"), PlainLines)
     assert not isinstance(reader.feed_block(b"\xff,j\n"), PlainLines)
-    assert reader.feed_block(b"k,l\n") == PlainLines(6, ["k,l"])
+    assert reader.feed_block(b"k,l\n") == PlainLines(6, ["k,l"], json_verbatim=True)
+    assert reader.feed_block(b"m\\,n\tn\n") == PlainLines(7, ["m\\,n\tn"], json_verbatim=False)
 
 
 def test_plain_lines_keep_the_canonical_json_of_the_mapped_fields() -> None:

@@ -25,6 +25,11 @@ __all__ = ["ParsedRecord", "PlainLines", "ReadBlock", "RecordProblem", "RecordRe
 
 #: Characters no database text column accepts (NUL) and undecodable bytes kept as lone surrogates.
 _UNSTORABLE: Final = re.compile("[\x00\udc80-\udcff]")
+#: The bytes of UTF-8 text that JSON keeps as they are inside a string: all but the quote, the backslash
+#: and the control characters; a newline only separates a block's lines, and in a plain CSV block a
+#: carriage return only ends one (a TXT value keeps an inner one, which JSON escapes).
+_JSON_AS_IS_TXT: Final = bytes(b for b in range(0x20, 0x100) if b not in b'"\\') + b"\n"
+_JSON_AS_IS_CSV: Final = _JSON_AS_IS_TXT + b"\r"
 _CSV_EOF_IN_QUOTES: Final = "unexpected end of data"
 _CSV_FIELD_LIMIT: Final = "field larger than field limit"
 
@@ -55,6 +60,9 @@ class PlainLines(NamedTuple):
 
     first_line_number: int
     lines: list[str]
+    json_verbatim: bool = False
+    """No value holds a character JSON escapes (a quote, backslash or control character): each value,
+    in quotes, is already its own JSON string."""
 
 
 #: What one ``feed``/``finish`` call completes: records, or a block of plain lines.
@@ -71,6 +79,17 @@ class RecordTooLong(Exception):
         )
         self.line_number = line_number
         self.limit = limit
+
+
+def _scan(text: str, json_as_is: bytes) -> tuple[bool, bool]:
+    """Whether a block may hold an unstorable character, and whether it needs no JSON escape: two C
+    passes over its UTF-8 bytes (a regular expression over a mebibyte of text takes ten times as long).
+    A lone surrogate (an undecodable byte) does not encode: the block goes to the careful path."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        return True, False
+    return b"\x00" in data, not data.translate(None, json_as_is)
 
 
 def unstorable_problem(text: str) -> str | None:
@@ -98,6 +117,7 @@ class RecordReader:
         max_record_chars: int,
     ) -> None:
         self._csv = format is ImportFormat.CSV
+        self._json_as_is = _JSON_AS_IS_CSV if self._csv else _JSON_AS_IS_TXT
         self._delimiter = delimiter
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogateescape")
         self._max = max_record_chars
@@ -152,9 +172,9 @@ class RecordReader:
         return self._records(text, final=True, plain=plain)
 
     def _records(self, complete: str, *, final: bool, plain: bool) -> ReadBlock:
-        suspicious = _UNSTORABLE.search(complete) is not None
+        suspicious, json_verbatim = _scan(complete, self._json_as_is)
         if plain and not suspicious and not self._carry:
-            block = self._plain(complete)
+            block = self._plain(complete, json_verbatim)
             if block is not None:
                 return block
         lines = [line + "\n" for line in complete[:-1].split("\n")] if complete else []
@@ -166,7 +186,7 @@ class RecordReader:
             self._carry = []
         return self._csv_records(lines, final=final, suspicious=suspicious)
 
-    def _plain(self, complete: str) -> PlainLines | None:
+    def _plain(self, complete: str, json_verbatim: bool) -> PlainLines | None:
         """The block as plain lines, or None when some line needs the CSV parser (a quote, or a carriage
         return that does not end a line). A TXT line never does: it is only stripped."""
         if not complete:
@@ -181,7 +201,7 @@ class RecordReader:
         lines = complete[:-1].split("\n")
         first = self._lines_done + 1
         self._lines_done += len(lines)
-        return PlainLines(first, lines)
+        return PlainLines(first, lines, json_verbatim)
 
     def _txt(self, lines: list[str], suspicious: bool) -> list[ParsedRecord]:
         base = self._lines_done

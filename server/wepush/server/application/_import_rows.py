@@ -151,8 +151,10 @@ class RowBuilder:
             else:
                 continue
             self.header(ParsedRecord(block.first_line_number + index, values, line, None))
-            return PlainLines(block.first_line_number + index + 1, block.lines[index + 1 :])
-        return PlainLines(block.first_line_number + len(block.lines), [])
+            return block._replace(
+                first_line_number=block.first_line_number + index + 1, lines=block.lines[index + 1 :]
+            )
+        return block._replace(first_line_number=block.first_line_number + len(block.lines), lines=[])
 
     def plain_records(self, import_id: str, block: PlainLines) -> list[StagedRecord]:
         """The staged records of a block of plain lines: the same rows :meth:`build` makes of the same
@@ -176,7 +178,8 @@ class RowBuilder:
                 self._build_one(import_id, line_number + index + 1, lines[index], txt, append)
             return out
         width, key_index, max_field = self._width, self._key_index, self._max_field
-        delimiter, encode, accepted = self._settings.delimiter, self._encode_fields(), _ACCEPTED.value
+        delimiter, accepted = self._settings.delimiter, _ACCEPTED.value
+        encode = self._encode_fields(verbatim=block.json_verbatim)
         # A field longer than csv's own limit is rejected by the parser, not by the field check.
         parser_limit = csv.field_size_limit()
         for index in range(start, len(lines)):
@@ -213,17 +216,27 @@ class RowBuilder:
             record = ParsedRecord(line_number, values, line, None)
         append(staged_record(import_id, self.build(record)))
 
-    def _encode_fields(self) -> Callable[[list[str]], str]:
-        """values → the canonical JSON text of the mapped fields (keys sorted, as ``canonical_json``)."""
+    def _encode_fields(self, *, verbatim: bool = False) -> Callable[[list[str]], str]:
+        """values → the canonical JSON text of the mapped fields (keys sorted, as ``canonical_json``).
+
+        ``verbatim``: no value needs a JSON escape, so each goes between its quotes as it is — one
+        string formatting per row instead of an escaping call per value."""
         ordered = sorted(self._picks, key=lambda pick: pick[1])
+        slot = '"%s"' if verbatim else "%s"
         template = (
-            "{" + ",".join(encode_basestring(name).replace("%", "%%") + ":%s" for _, name in ordered) + "}"
+            "{"
+            + ",".join(encode_basestring(name).replace("%", "%%") + ":" + slot for _, name in ordered)
+            + "}"
         )
         positions = [index for index, _ in ordered]
         if len(positions) == 1:
             (only,) = positions
+            if verbatim:
+                return lambda values: template % (values[only],)
             return lambda values: template % encode_basestring(values[only])
         pick = operator.itemgetter(*positions)
+        if verbatim:
+            return lambda values: template % pick(values)
         return lambda values: template % tuple(map(encode_basestring, pick(values)))
 
     def build(self, record: ParsedRecord) -> StagedRow:

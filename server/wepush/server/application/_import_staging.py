@@ -144,9 +144,9 @@ async def stage_upload(
 
 def _slices(block: ReadBlock) -> Iterator[ReadBlock]:
     if isinstance(block, PlainLines):
-        first, lines = block
+        first, lines, verbatim = block
         for start in range(0, len(lines), _SLICE_LINES):
-            yield PlainLines(first + start, lines[start : start + _SLICE_LINES])
+            yield PlainLines(first + start, lines[start : start + _SLICE_LINES], verbatim)
     else:
         for start in range(0, len(block), _SLICE_LINES):
             yield block[start : start + _SLICE_LINES]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +52,7 @@ from wepush.server.domain import (
 
 from . import _references as refs
 from ._base import SqlRepository
+from ._copy_text import CopyTextDecoder
 from ._mapping import RowMapper
 from ._metadata import ID_LENGTH
 from ._repo_resources import _SoftDeletable
@@ -118,8 +119,9 @@ _ACCEPTED_LINES_SQLITE = (
     "SELECT item_key || char(9) || fields_json || char(10) FROM audience_import_row "
     "WHERE import_id = ? AND status = ? ORDER BY line_number"
 )
-_ACCEPTED_LINES_PG = (
-    "SELECT item_key || chr(9) || fields_json || chr(10) FROM audience_import_row "
+# COPY's text format separates the two columns with a tab and ends each row with a newline.
+_ACCEPTED_ROWS_PG = (
+    "SELECT item_key, fields_json FROM audience_import_row "
     "WHERE import_id = $1 AND status = $2 ORDER BY line_number"
 )
 _STAGED_ERRORS = text(STAGED_ERRORS_PREDICATE)
@@ -453,32 +455,35 @@ class SqlAudienceImportRepository(SqlRepository):
         raise VersionConflict("audience_import", audience_import_.id, audience_import_.version)
 
     async def _accepted_checksum(self, import_id: str) -> tuple[str, int]:
-        """SHA-256 over ``item_key TAB canonical-fields LF`` of the accepted rows in line order, streamed
-        from the database in chunks so memory stays flat for any audience size."""
+        """SHA-256 over ``item_key TAB canonical-fields LF`` of the accepted rows in line order, and their
+        number, streamed from the database so memory stays flat for any audience size.
+
+        Staging stores the canonical text itself, so the database hands the stored text over as it is,
+        inside the unit of work's transaction: PostgreSQL as one ``COPY … TO STDOUT`` stream whose rows
+        are exactly those lines once the format's escapes are undone, SQLite through its own cursor."""
         digest = hashlib.sha256()
-        count = 0
-        async for chunk in self._accepted_lines(import_id):
-            digest.update("".join(chunk).encode())
-            count += len(chunk)
-        return digest.hexdigest(), count
-
-    async def _accepted_lines(self, import_id: str) -> AsyncIterator[list[str]]:
-        """``item_key TAB canonical-fields LF`` of the accepted rows in line order, a chunk at a time.
-
-        Staging stores the canonical text itself, so the database builds each line from the stored
-        text and the driver's own cursor (inside the unit of work's transaction) hands the lines over
-        without a per-row result layer."""
         accepted = StagedRowStatus.ACCEPTED.value
         driver = (await self._conn.get_raw_connection()).driver_connection
         assert driver is not None
         if self._is_postgresql:
-            cursor = await driver.cursor(_ACCEPTED_LINES_PG, import_id, accepted)
-            while records := await cursor.fetch(_CHECKSUM_CHUNK):
-                yield [line for (line,) in records]
-            return
+            decoder = CopyTextDecoder()
+            count = 0
+
+            async def take(chunk: bytes) -> None:
+                nonlocal count
+                # Newlines inside a value arrive escaped, so every raw newline ends one row.
+                count += chunk.count(b"\n")
+                digest.update(decoder.decode(chunk))
+
+            await driver.copy_from_query(_ACCEPTED_ROWS_PG, import_id, accepted, output=take)
+            decoder.finish()
+            return digest.hexdigest(), count
+        count = 0
         async with driver.execute(_ACCEPTED_LINES_SQLITE, (import_id, accepted)) as rows:
             while records := await rows.fetchmany(_CHECKSUM_CHUNK):
-                yield [line for (line,) in records]
+                digest.update("".join(line for (line,) in records).encode())
+                count += len(records)
+        return digest.hexdigest(), count
 
     async def discard_staging(self, import_id: str) -> int:
         result = await self._conn.execute(
