@@ -50,11 +50,17 @@ def _stage(
 
 
 def _csv_file(
-    rng: random.Random, *, header: bool, quotes: bool, width: int, values: list[str] = VALUES
+    rng: random.Random,
+    *,
+    header: bool,
+    quotes: bool,
+    width: int,
+    values: list[str] = VALUES,
+    delimiter: str = ",",
 ) -> bytes:
     lines: list[str] = []
     if header:
-        lines.append(",".join(f"c{index}" for index in range(1, width + 1)))
+        lines.append(delimiter.join(f"c{index}" for index in range(1, width + 1)))
     for _ in range(rng.randint(0, 60)):
         shape = rng.random()
         if shape < 0.08:
@@ -64,13 +70,13 @@ def _csv_file(
         row = [rng.choice(values) for _ in range(max(columns, 1))]
         if quotes and rng.random() < 0.1:
             row[rng.randrange(len(row))] = '"quoted, ""with"" comma\nand a line"'
-        lines.append(",".join(row))
+        lines.append(delimiter.join(row))
     ending = rng.choice(["\n", "\r\n"])
     text = ending.join(lines) + (ending if rng.random() < 0.7 else "")
     return text.encode()
 
 
-def _settings(rng: random.Random, header: bool, width: int) -> ImportSettings:
+def _settings(rng: random.Random, header: bool, width: int, delimiter: str = ",") -> ImportSettings:
     columns = [f"c{index}" if header else str(index) for index in range(1, width + 1)]
     mapped = rng.sample(columns, rng.randint(1, width))
     mapping = {column: f"f{rng.randint(0, 99)}_{index}" for index, column in enumerate(mapped)}
@@ -81,7 +87,9 @@ def _settings(rng: random.Random, header: bool, width: int) -> ImportSettings:
             {},
         ]
     )
-    return ImportSettings(format=ImportFormat.CSV, field_mapping=mapping, has_header=header, **identity)
+    return ImportSettings(
+        format=ImportFormat.CSV, field_mapping=mapping, has_header=header, delimiter=delimiter, **identity
+    )
 
 
 @pytest.mark.parametrize("seed", range(300))
@@ -90,8 +98,12 @@ def test_plain_blocks_stage_exactly_what_the_record_path_stages(seed: int) -> No
     header = rng.random() < 0.7
     width = rng.randint(1, 4)
     values = VERBATIM_VALUES if seed % 2 else VALUES
-    content = _csv_file(rng, header=header, quotes=seed % 3 == 0, width=width, values=values)
-    settings = _settings(rng, header, width)
+    # Every fifth file is tab-separated (then values with a tab in them split there, on both paths).
+    delimiter = "\t" if seed % 5 == 4 else ","
+    content = _csv_file(
+        rng, header=header, quotes=seed % 3 == 0, width=width, values=values, delimiter=delimiter
+    )
+    settings = _settings(rng, header, width, delimiter)
     try:
         expected = _stage(content, settings, plain=False, rng=random.Random(seed))
     except HeaderRejected:
@@ -125,6 +137,14 @@ def test_a_quote_or_a_bare_carriage_return_sends_the_block_to_the_parser() -> No
     assert not isinstance(reader.feed_block(b"\xff,j\n"), PlainLines)
     assert reader.feed_block(b"k,l\n") == PlainLines(6, ["k,l"], json_verbatim=True)
     assert reader.feed_block(b"m\\,n\tn\n") == PlainLines(7, ["m\\,n\tn"], json_verbatim=False)
+
+
+def test_a_tab_is_verbatim_only_where_it_separates_values() -> None:
+    tsv = RecordReader(format=ImportFormat.CSV, delimiter="\t", max_record_chars=1024)
+    assert tsv.feed_block(b"a\tb\n") == PlainLines(1, ["a\tb"], json_verbatim=True)
+    assert tsv.feed_block(b"c\x01\td\n") == PlainLines(2, ["c\x01\td"], json_verbatim=False)
+    txt = RecordReader(format=ImportFormat.TXT, max_record_chars=1024)
+    assert txt.feed_block(b"a\tb\n") == PlainLines(1, ["a\tb"], json_verbatim=False)
 
 
 def test_plain_lines_keep_the_canonical_json_of_the_mapped_fields() -> None:

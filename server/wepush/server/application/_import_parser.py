@@ -117,7 +117,10 @@ class RecordReader:
         max_record_chars: int,
     ) -> None:
         self._csv = format is ImportFormat.CSV
-        self._json_as_is = _JSON_AS_IS_CSV if self._csv else _JSON_AS_IS_TXT
+        self._json_as_is = _JSON_AS_IS_TXT
+        if self._csv:
+            # Lines are split on the delimiter, so no value holds it: a tab-separated file stays verbatim.
+            self._json_as_is = _JSON_AS_IS_CSV + delimiter.encode(errors="surrogateescape")
         self._delimiter = delimiter
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogateescape")
         self._max = max_record_chars
