@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
 import uvicorn
 
+from wepush.server.composition._heap import settle_heap
 from wepush.server.composition._service import build_service_app, prepare_data_dir
 from wepush.server.config import ConfigError, load_config, render_effective_config
 from wepush.server.infra.logging import configure_logging
+
+
+class _Server(uvicorn.Server):
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        # Started (the lifespan has built the runtime): what exists now lives as long as the process.
+        settle_heap()
 
 
 def serve(*, config_file: Path | None, host: str | None, port: int | None, data_dir: Path | None) -> int:
@@ -25,7 +34,7 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
     sys.stderr.write("wepush serve: effective configuration\n" + render_effective_config(config))
     sys.stderr.flush()
     app, _runtime = build_service_app(config)
-    server = uvicorn.Server(
+    server = _Server(
         uvicorn.Config(
             app,
             host=config.server.bind_address,
