@@ -66,7 +66,7 @@ def running_service(
             [
                 sys.executable,
                 "-m",
-                "wepush.cli.main",
+                "wepush.cli",
                 "serve",
                 "--port",
                 str(port),

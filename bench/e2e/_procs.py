@@ -169,7 +169,7 @@ def wepush_serve(
     environ.update({"WEPUSH_CONFIG_DIR": str(data_dir / "config"), **SERVICE_ENV, **(env or {})})
     serve_args = ["serve", "--port", str(port), "--data-dir", str(data_dir)]
     if profile_to is None:
-        command = [sys.executable, "-m", "wepush.cli.main", *serve_args]
+        command = [sys.executable, "-m", "wepush.cli", *serve_args]
     else:
         command = [sys.executable, "-m", "bench.e2e._profiled_serve", str(profile_to), *serve_args]
     log_path = data_dir.parent / f"{data_dir.name}-service.log"

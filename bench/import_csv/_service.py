@@ -54,7 +54,7 @@ def wepush_serve(data_dir: Path, env: Mapping[str, str] | None = None) -> Iterat
     environ.update(env or {})
     log = (data_dir.parent / f"{data_dir.name}.log").open("ab")
     process = subprocess.Popen(
-        [sys.executable, "-m", "wepush.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "wepush.cli", "serve", "--port", str(port), "--data-dir", str(data_dir)],
         stdout=log,
         stderr=subprocess.STDOUT,
         env=environ,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -77,7 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Connexion imports Starlette's test client at import time, and Starlette warns there about a test
+#: dependency; an operator starting the Service should not be told to install one.
+_TEST_CLIENT_WARNING = r"Using `httpx` with `starlette\.testclient` is deprecated"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    warnings.filterwarnings("ignore", message=_TEST_CLIENT_WARNING)
     parser = build_parser()
     args = parser.parse_args(argv)
     code: int = args.handler(args)

@@ -227,6 +227,35 @@ async def test_txt_import_reads_one_value_per_line_and_dedupes_on_it(tmp_path: P
         ]
 
 
+async def test_a_gb18030_file_from_a_chinese_spreadsheet_is_stored_as_unicode(tmp_path: Path) -> None:
+    data = (
+        '手机,姓名\r\n13800000001,张三\r\n13800000002,"李四，经理"\r\n13800000001,张三（重复）\r\n'
+    ).encode("gb18030") + b"13800000003,\x81\x20\r\n"
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience, staged = await staged_import(
+            app, ws, data, encoding="gb18030", fieldMapping={"手机": "mobile", "姓名": "name"}
+        )
+        assert staged["encoding"] == "gb18030"
+        assert staged["counts"] == {"totalRows": 4, "acceptedRows": 2, "rejectedRows": 1, "duplicateRows": 1}
+        errors = await app.client.get(
+            import_url(ws, audience["id"], staged["id"], "errors"), headers=app.admin()
+        )
+        codes = [row[1] for row in csv.reader(io.StringIO(errors.text))][1:]
+        assert codes == ["DUPLICATE_ITEM_KEY", "INVALID_ENCODING"]
+        snapshot = expect(await commit(app, ws, audience["id"], staged["id"], audience["version"]), 201)
+        page = expect(
+            await app.client.get(
+                ws_url(ws, "audience-snapshots", snapshot["id"], "recipients"), headers=app.admin()
+            ),
+            200,
+        )
+        assert [r["fields"] for r in page["items"]] == [
+            {"mobile": "13800000001", "name": "张三"},
+            {"mobile": "13800000002", "name": "李四，经理"},
+        ]
+
+
 async def test_a_file_that_does_not_fit_the_mapping_fails_the_import(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

@@ -21,3 +21,5 @@ def test_standalone_service_answers_health_serves_contract_and_docs(tmp_path: Pa
         assert ready.status_code == 200
         log = service.log()
         assert "effective configuration" in log
+        # An operator's first start shows no library warnings (Starlette's about its test client was one).
+        assert "Warning:" not in log

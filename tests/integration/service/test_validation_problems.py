@@ -75,3 +75,56 @@ async def test_problems_carry_the_trace_id_of_the_request(tmp_path: Path) -> Non
         response = await app.client.get("/api/v1/providers", headers={"X-Trace-Id": "trace-xyz-42"})
         assert response.status_code == 401
         assert response.json()["traceId"] == "trace-xyz-42"
+
+
+@pytest.mark.parametrize(
+    ("query", "headers", "field", "message"),
+    [
+        ("limit=0", {}, "limit", "query parameter 'limit': must satisfy minimum=1"),
+        ("limit=101", {}, "limit", "query parameter 'limit': must satisfy maximum=100"),
+        (f"limit={SECRET}", {}, "limit", "query parameter 'limit': must satisfy type=\"integer\""),
+        (f"state=RUNNING&state={SECRET}", {}, "state", "query parameter 'state' item 1: must be one of"),
+        (f"{SECRET}=1", {}, SECRET, f"query parameter '{SECRET}' is not defined for this operation"),
+        ("b=1&a=2", {}, "a", "query parameters 'a', 'b' are not defined for this operation"),
+    ],
+)
+async def test_a_bad_parameter_is_named_with_its_rule_never_its_value_or_schema(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    query: str,
+    headers: dict[str, str],
+    field: str,
+    message: str,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with running_app(standalone_config(tmp_path)) as app:
+        workspace_id = await _workspace_id(app)
+        response = await app.client.get(
+            f"/api/v1/workspaces/{workspace_id}/runs?{query}", headers={**app.admin(), **headers}
+        )
+    assert response.status_code == 400
+    problem = response.json()
+    assert problem["code"] == "VALIDATION_FAILED"
+    assert problem["errors"][0]["field"] == field
+    assert problem["detail"].startswith(message)
+    assert "Failed validating" not in response.text
+    if field != SECRET:
+        assert SECRET not in response.text
+        # The test client's own request log shows the URL it sent; every Service record must not.
+        service_records = [r.getMessage() for r in caplog.records if not r.name.startswith("httpx")]
+        assert not [m for m in service_records if SECRET in m]
+
+
+async def test_an_overlong_header_parameter_is_named_and_not_echoed(tmp_path: Path) -> None:
+    key = SECRET * 20
+    async with running_app(standalone_config(tmp_path)) as app:
+        workspace_id = await _workspace_id(app)
+        response = await app.client.post(
+            f"/api/v1/workspaces/{workspace_id}/audiences",
+            json={"name": "clients"},
+            headers={**app.admin(), "Idempotency-Key": key},
+        )
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == "Idempotency-Key"
+    assert response.json()["detail"] == "header parameter 'Idempotency-Key': must satisfy maxLength=128"
+    assert SECRET not in response.text

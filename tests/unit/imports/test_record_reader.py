@@ -68,6 +68,34 @@ def test_utf8_sig_strips_the_byte_order_mark_and_utf8_keeps_it() -> None:
     assert read(data, chunk=2, encoding="utf-8")[0].values == ["\ufeffmobile"]
 
 
+GB18030_SAMPLE = '手机,姓名,城市\r\n13800000001,张三,北京\r\n13800000002,"李四，\n第二行",上海\r\n'.encode(
+    "gb18030"
+)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 16])
+def test_gb18030_files_decode_to_unicode_whatever_the_chunk_boundaries(chunk: int) -> None:
+    # Every Chinese character here is two bytes: chunks of odd sizes cut through them.
+    records = read(GB18030_SAMPLE, chunk=chunk, encoding="gb18030")
+    assert [(r.line_number, r.values, r.problem) for r in records] == [
+        (1, ["手机", "姓名", "城市"], None),
+        (2, ["13800000001", "张三", "北京"], None),
+        (3, ["13800000002", "李四，\n第二行", "上海"], None),
+    ]
+
+
+def test_a_byte_gb18030_cannot_decode_marks_only_its_own_record() -> None:
+    data = "a,b\n".encode("gb18030") + b"1,\x81\x20x\n" + "2,王五\n".encode("gb18030")
+    records = read(data, chunk=2, encoding="gb18030")
+    assert [(r.line_number, r.problem) for r in records] == [(1, None), (2, "INVALID_ENCODING"), (3, None)]
+    assert records[2].values == ["2", "王五"]
+
+
+def test_the_same_gbk_bytes_read_as_utf8_are_invalid() -> None:
+    records = read(GB18030_SAMPLE, chunk=1 << 16)
+    assert {r.problem for r in records} == {"INVALID_ENCODING"}
+
+
 def test_malformed_quotes_reject_the_record_and_reading_continues() -> None:
     records = read(b'a,b\n"x"y,1\n2,3\n', chunk=4)
     assert [(r.line_number, r.values, r.problem) for r in records] == [

@@ -20,7 +20,7 @@ from typing_extensions import Self
 
 class AudienceImportEncoding(str, Enum):
     """
-    Text encoding of the uploaded content; utf-8-sig strips a leading BOM.
+    Text encoding of the uploaded content; utf-8-sig strips a leading BOM; gb18030 also reads GBK and GB2312 files (what spreadsheet programs on Chinese systems save as CSV). Recipients are stored as Unicode either way; a byte the encoding cannot decode rejects only the row it is on (INVALID_ENCODING).
     """
 
     """
@@ -28,6 +28,7 @@ class AudienceImportEncoding(str, Enum):
     """
     UTF_MINUS_8 = 'utf-8'
     UTF_MINUS_8_MINUS_SIG = 'utf-8-sig'
+    GB18030 = 'gb18030'
 
     @classmethod
     def from_json(cls, json_str: str) -> Self:

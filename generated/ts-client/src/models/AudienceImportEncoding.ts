@@ -14,12 +14,13 @@
 
 
 /**
- * Text encoding of the uploaded content; utf-8-sig strips a leading BOM.
+ * Text encoding of the uploaded content; utf-8-sig strips a leading BOM; gb18030 also reads GBK and GB2312 files (what spreadsheet programs on Chinese systems save as CSV). Recipients are stored as Unicode either way; a byte the encoding cannot decode rejects only the row it is on (INVALID_ENCODING).
  * @export
  */
 export const AudienceImportEncoding = {
     Utf8: 'utf-8',
     Utf8Sig: 'utf-8-sig',
+    Gb18030: 'gb18030',
 } as const;
 export type AudienceImportEncoding = typeof AudienceImportEncoding[keyof typeof AudienceImportEncoding];
 

@@ -1,9 +1,10 @@
-"""Request-body validation that never echoes submitted values.
+"""Request validation that never echoes submitted values.
 
-Connexion's stock JSON validator puts ``jsonschema``'s message into the problem detail and its log, and
-those messages quote the offending *value* — for an account that can be a secret. This validator reports
-the field path and the rule that failed, never the instance, and answers undecodable bodies with 400
-instead of letting the decode error escape as a 500.
+Connexion's stock validators put ``jsonschema``'s message into the problem detail and its log, and
+those messages quote the offending *value* — for an account that can be a secret — and, for parameters,
+the whole schema as well. These validators report the field (a body path, or the parameter's name) and
+the rule that failed, never the instance, and answer undecodable bodies with 400 instead of letting the
+decode error escape as a 500.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 from connexion.datastructures import MediaTypeDict
 from connexion.exceptions import BadRequestProblem
+from connexion.lifecycle import ConnexionRequest
+from connexion.utils import is_null, is_nullable
 from connexion.validators import (
     VALIDATOR_MAP,
     AbstractResponseBodyValidator,
@@ -22,13 +25,15 @@ from connexion.validators import (
     JSONRequestBodyValidator,
     JSONResponseBodyValidator,
     MultiPartFormDataValidator,
+    ParameterValidator,
     TextResponseBodyValidator,
 )
-from jsonschema import ValidationError
+from jsonschema import Draft4Validator, ValidationError
 from starlette.types import Scope, Send
 
 _log = logging.getLogger("wepush.server.api")
 _MAX_DETAIL = 1000
+_MAX_NAME = 64
 #: Messages of these rules name schema facts or property names only, never a submitted value.
 _SAFE_MESSAGES = frozenset({"required", "additionalProperties", "minProperties", "maxProperties"})
 
@@ -38,19 +43,60 @@ def _path(error: ValidationError) -> str:
 
 
 def describe(error: ValidationError) -> str:
-    """A value-free description of one schema violation."""
-    where = _path(error)
+    """A value-free description of one schema violation in a request body."""
+    return f"{_path(error)}: {_rule(error)}"[:_MAX_DETAIL]
+
+
+def _rule(error: ValidationError) -> str:
+    """The rule that failed, in words that never quote the instance."""
     if error.validator in _SAFE_MESSAGES:
-        return f"{where}: {error.message}"[:_MAX_DETAIL]
+        return str(error.message)
     rule = str(error.validator)
     constraint = error.validator_value
     if rule in {"oneOf", "anyOf", "allOf", "not", "properties", "items", "discriminator"}:
-        return f"{where}: does not match the expected shape ({rule})"
+        return f"does not match the expected shape ({rule})"
     if rule == "enum" and isinstance(constraint, list | tuple):
-        return f"{where}: must be one of {list(constraint)[:20]}"[:_MAX_DETAIL]
+        return f"must be one of {list(constraint)[:20]}"
     if rule == "pattern":
-        return f"{where}: does not match the required pattern"
-    return f"{where}: must satisfy {rule}={json.dumps(constraint, default=str)[:200]}"
+        return "does not match the required pattern"
+    return f"must satisfy {rule}={json.dumps(constraint, default=str)[:200]}"
+
+
+def _parameter(kind: str, name: str) -> str:
+    # Quoted: the problem handler takes the first quoted name as the field of the error entry.
+    return f"{kind} parameter '{name[:_MAX_NAME]}'"
+
+
+class SafeParameterValidator(ParameterValidator):  # type: ignore[misc]
+    """Path, query and header parameters checked like connexion's validator, reported by name and
+    rule (``query parameter 'limit': must satisfy minimum=1``) instead of jsonschema's text, which
+    quotes the value and dumps the parameter's schema."""
+
+    @staticmethod
+    def validate_parameter(
+        parameter_type: str, value: Any, param: dict[str, Any], param_name: str | None = None
+    ) -> str | None:
+        name = str(param_name or param.get("name", ""))
+        if is_nullable(param) and is_null(value):
+            return None
+        if value is None:
+            return f"{_parameter(parameter_type, name)}: is required" if param.get("required") else None
+        schema = param.get("schema", param)
+        try:
+            Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER).validate(value)
+        except ValidationError as error:
+            item = f" item {error.absolute_path[0]}" if error.absolute_path else ""
+            return f"{_parameter(parameter_type, name)}{item}: {_rule(error)}"[:_MAX_DETAIL]
+        return None
+
+    def validate_request(self, request: ConnexionRequest) -> None:
+        if self.strict_validation:
+            extra = self.validate_query_parameter_list(request, security_params=self.security_query_params)
+            if extra:
+                names = ", ".join(f"'{name[:_MAX_NAME]}'" for name in sorted(extra)[:10])
+                which = f"query parameters {names} are" if len(extra) > 1 else f"query parameter {names} is"
+                raise BadRequestProblem(detail=f"{which} not defined for this operation")
+        super().validate_request(request)
 
 
 class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[misc]
@@ -93,8 +139,10 @@ class StreamedResponse(AbstractResponseBodyValidator):  # type: ignore[misc]
 
 
 def validator_map() -> dict[str, Any]:
-    """Connexion's validators with the JSON body validator replaced and streamed media passed through."""
+    """Connexion's validators with the JSON body and parameter validators replaced and streamed media
+    passed through."""
     mapping = dict(VALIDATOR_MAP)
+    mapping["parameter"] = SafeParameterValidator
     mapping["response"] = MediaTypeDict(
         {
             "application/x-ndjson": StreamedResponse,

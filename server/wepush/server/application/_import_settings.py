@@ -17,7 +17,8 @@ from wepush.server.domain import ImportFormat, JsonObject
 
 __all__ = ["ENCODINGS", "SOURCE_COLUMNS_KEY", "ImportSettings", "source_columns"]
 
-ENCODINGS: Final = ("utf-8", "utf-8-sig")
+#: Codec names as Python spells them; GB18030 is a superset of GBK and GB2312, so one name reads all three.
+ENCODINGS: Final = ("utf-8", "utf-8-sig", "gb18030")
 #: Characters that would make the delimiter indistinguishable from quoting or line structure.
 _BAD_DELIMITERS: Final = frozenset({'"', "\r", "\n"})
 #: Key under which the upload records the file's source columns (the header, or "1".."n").

@@ -779,11 +779,12 @@ class AudienceImportFormat(StrEnum):
 
 class AudienceImportEncoding(StrEnum):
     """
-    Text encoding of the uploaded content; utf-8-sig strips a leading BOM.
+    Text encoding of the uploaded content; utf-8-sig strips a leading BOM; gb18030 also reads GBK and GB2312 files (what spreadsheet programs on Chinese systems save as CSV). Recipients are stored as Unicode either way; a byte the encoding cannot decode rejects only the row it is on (INVALID_ENCODING).
     """
 
     utf_8 = "utf-8"
     utf_8_sig = "utf-8-sig"
+    gb18030 = "gb18030"
 
 
 class AudienceImportState(StrEnum):
