@@ -64,7 +64,7 @@ class SecuritySettings(BaseModel):
     bootstrap_token_file: str | None = Field(
         None,
         alias="bootstrap-token-file",
-        description="File through which a local client obtains a one-time bootstrap token; null means <data-dir>/bootstrap.token.",
+        description="File through which a local client obtains a one-time bootstrap token; null means <data-dir>/bootstrap-admin.token.",
     )
     loopback_targets_for_tests: bool | None = Field(
         False,
@@ -136,12 +136,12 @@ class ImportSettings(BaseModel):
         extra="forbid",
     )
     max_bytes: int | None = Field(
-        1073741824, alias="max-bytes", description="Uncompressed size limit.", ge=1
+        536870912, alias="max-bytes", description="Uncompressed size limit.", ge=1
     )
-    max_rows: int | None = Field(10000000, alias="max-rows", ge=1)
-    max_columns: int | None = Field(256, alias="max-columns", ge=1)
+    max_rows: int | None = Field(5000000, alias="max-rows", ge=1)
+    max_columns: int | None = Field(200, alias="max-columns", ge=1)
     max_field_length: int | None = Field(
-        65536, alias="max-field-length", description="Characters per field.", ge=1
+        4096, alias="max-field-length", description="Characters per field.", ge=1
     )
 
 
