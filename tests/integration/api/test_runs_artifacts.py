@@ -1,17 +1,34 @@
-"""Run artifacts: listing, whole and ranged downloads, readiness, ownership, audit, no storage paths."""
+"""Run artifacts: listing, whole and ranged downloads, readiness, ownership, audit, no storage paths; with
+the local store (standalone) and with an S3 bucket (server mode), behind the same API."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import pytest
+
+from tests.fixtures.s3 import S3Bucket
 from tests.integration.api._support import issue_token
 from tests.integration.api._support_runs import add_artifact, seed_world, service, start_confirmed
+from wepush.server.infra.artifacts import S3ArtifactStore
+
+
+@pytest.fixture(params=["local", "s3"])
+def store_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    if request.param == "local":
+        return {}
+    env: dict[str, str] = request.getfixturevalue("s3_env")
+    return env
+
 
 CONTENT = b"".join(f'{{"itemId":"1380000000{i}","state":"FAILED"}}\n'.encode() for i in range(1, 5))
 
 
-async def test_artifacts_are_listed_without_their_storage_location(tmp_path: Path) -> None:
-    async with service(tmp_path) as app:
+async def test_artifacts_are_listed_without_their_storage_location(
+    tmp_path: Path, store_env: dict[str, str]
+) -> None:
+    async with service(tmp_path, **store_env) as app:
         world = await seed_world(app)
         run_id = await start_confirmed(app, world)
         failed = await add_artifact(app, world, run_id, CONTENT)
@@ -33,8 +50,10 @@ async def test_artifacts_are_listed_without_their_storage_location(tmp_path: Pat
     assert [link["id"] for link in detail["artifacts"]] == [failed.id, log.id]
 
 
-async def test_a_whole_download_names_the_file_and_offers_ranges(tmp_path: Path) -> None:
-    async with service(tmp_path) as app:
+async def test_a_whole_download_names_the_file_and_offers_ranges(
+    tmp_path: Path, store_env: dict[str, str]
+) -> None:
+    async with service(tmp_path, **store_env) as app:
         world = await seed_world(app)
         run_id = await start_confirmed(app, world)
         artifact = await add_artifact(app, world, run_id, CONTENT)
@@ -58,9 +77,11 @@ async def test_a_whole_download_names_the_file_and_offers_ranges(tmp_path: Path)
     assert [e["resourceId"] for e in audit["items"]] == [artifact.id]
 
 
-async def test_ranged_downloads_return_exactly_the_requested_bytes(tmp_path: Path) -> None:
+async def test_ranged_downloads_return_exactly_the_requested_bytes(
+    tmp_path: Path, store_env: dict[str, str]
+) -> None:
     size = len(CONTENT)
-    async with service(tmp_path) as app:
+    async with service(tmp_path, **store_env) as app:
         world = await seed_world(app)
         run_id = await start_confirmed(app, world)
         artifact = await add_artifact(app, world, run_id, CONTENT)
@@ -83,8 +104,10 @@ async def test_ranged_downloads_return_exactly_the_requested_bytes(tmp_path: Pat
     assert ignored == (200, CONTENT, None)
 
 
-async def test_an_unsatisfiable_range_is_416_with_the_full_size(tmp_path: Path) -> None:
-    async with service(tmp_path) as app:
+async def test_an_unsatisfiable_range_is_416_with_the_full_size(
+    tmp_path: Path, store_env: dict[str, str]
+) -> None:
+    async with service(tmp_path, **store_env) as app:
         world = await seed_world(app)
         run_id = await start_confirmed(app, world)
         artifact = await add_artifact(app, world, run_id, CONTENT)
@@ -97,8 +120,8 @@ async def test_an_unsatisfiable_range_is_416_with_the_full_size(tmp_path: Path) 
     assert response.headers["content-type"].startswith("application/problem+json")
 
 
-async def test_an_artifact_still_uploading_is_not_ready(tmp_path: Path) -> None:
-    async with service(tmp_path) as app:
+async def test_an_artifact_still_uploading_is_not_ready(tmp_path: Path, store_env: dict[str, str]) -> None:
+    async with service(tmp_path, **store_env) as app:
         world = await seed_world(app)
         run_id = await start_confirmed(app, world)
         artifact = await add_artifact(app, world, run_id, b"", ready=False)
@@ -109,8 +132,10 @@ async def test_an_artifact_still_uploading_is_not_ready(tmp_path: Path) -> None:
     assert response.json()["code"] == "ARTIFACT_NOT_READY"
 
 
-async def test_an_artifact_is_only_downloadable_through_its_own_run(tmp_path: Path) -> None:
-    async with service(tmp_path) as app:
+async def test_an_artifact_is_only_downloadable_through_its_own_run(
+    tmp_path: Path, store_env: dict[str, str]
+) -> None:
+    async with service(tmp_path, **store_env) as app:
         world = await seed_world(app)
         owner = await start_confirmed(app, world, key="a")
         other = await start_confirmed(app, world, key="b")
@@ -121,8 +146,10 @@ async def test_an_artifact_is_only_downloadable_through_its_own_run(tmp_path: Pa
     assert response.status_code == 404
 
 
-async def test_a_viewer_may_download_and_an_outsider_may_not(tmp_path: Path) -> None:
-    async with service(tmp_path) as app:
+async def test_a_viewer_may_download_and_an_outsider_may_not(
+    tmp_path: Path, store_env: dict[str, str]
+) -> None:
+    async with service(tmp_path, **store_env) as app:
         world = await seed_world(app)
         run_id = await start_confirmed(app, world)
         artifact = await add_artifact(app, world, run_id, CONTENT)
@@ -136,3 +163,34 @@ async def test_a_viewer_may_download_and_an_outsider_may_not(tmp_path: Path) -> 
     assert allowed.status_code == 200
     assert allowed.content == CONTENT
     assert refused.status_code == 404
+
+
+async def test_with_s3_the_bytes_live_in_the_bucket_not_on_the_instance(
+    tmp_path: Path, s3_env: dict[str, str], s3_bucket: S3Bucket
+) -> None:
+    async with service(tmp_path, **s3_env) as app:
+        assert isinstance(app.runtime.artifact_store, S3ArtifactStore)
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        artifact = await add_artifact(app, world, run_id, CONTENT)
+        health = (await app.client.get("/health/ready")).json()
+    assert health["checks"]["artifacts"] == {"status": "UP", "detail": "bucket reachable"}
+    objects = s3_bucket.client.list_objects_v2(Bucket=s3_bucket.name)["Contents"]
+    assert [(o["Key"], o["Size"]) for o in objects] == [(artifact.storage_key, len(CONTENT))]
+    assert artifact.storage_key.startswith(f"runs/{run_id}/")
+    assert not await asyncio.to_thread(lambda: [p for p in tmp_path.rglob("*.jsonl") if p.is_file()])
+    # Another instance (here: the same Service restarted) serves the artifact from the bucket.
+    async with service(tmp_path, **s3_env) as again:
+        response = await again.client.get(
+            world.runs_url(run_id, "artifacts", artifact.id, "content"), headers=again.admin()
+        )
+    assert (response.status_code, response.content) == (200, CONTENT)
+
+
+async def test_a_service_whose_bucket_cannot_be_used_does_not_start(
+    tmp_path: Path, s3_env: dict[str, str]
+) -> None:
+    with pytest.raises(RuntimeError, match="the artifact bucket 'no-such-bucket' cannot be used") as failed:
+        async with service(tmp_path, **{**s3_env, "WEPUSH_ARTIFACTS_S3_BUCKET": "no-such-bucket"}):
+            pass
+    assert s3_env["WEPUSH_ARTIFACTS_S3_SECRET_ACCESS_KEY"] not in str(failed.value)

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 
+from tests.fixtures.s3 import S3Bucket
 from tests.integration.execution._world import World, artifacts_of, build_world, create_run
 from wepush.agent.engine import (
     ErrorCategory,
@@ -19,13 +20,14 @@ from wepush.agent.engine import (
 )
 from wepush.server.application.execution import (
     ArtifactDownloads,
+    ArtifactStore,
     ResultArtifacts,
     RetentionPolicy,
     RunArtifactWriter,
     plain_transactions,
 )
 from wepush.server.domain import utc_now
-from wepush.server.infra.artifacts import LocalArtifactStore
+from wepush.server.infra.artifacts import LocalArtifactStore, S3ArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
@@ -62,17 +64,27 @@ def _items(run_id: str, count: int) -> list[ItemResult]:
     return items
 
 
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, artifact_store: LocalArtifactStore) -> ArtifactStore:
+    """The run's artifacts go to the local store (standalone) or to an S3 bucket (server mode)."""
+    if request.param == "local":
+        return artifact_store
+    bucket: S3Bucket = request.getfixturevalue("s3_bucket")
+    # The smallest part S3 accepts: the larger outcome files go up as multipart uploads.
+    return S3ArtifactStore(bucket.client, bucket.name, part_bytes=5 * 1024 * 1024)
+
+
 @pytest.fixture
 async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore) -> World:
     return await build_world(uow, secret_store, recipients=1)
 
 
 async def test_outcome_files_and_the_csv_export_match_the_engines_formats(
-    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
+    uow: SqlUnitOfWorkFactory, store: ArtifactStore, world: World
 ) -> None:
     run = await create_run(uow, world)
     writer = RunArtifactWriter(
-        store=artifact_store,
+        store=store,
         tx=plain_transactions(uow),
         workspace_id=run.workspace_id,
         run_id=run.id,
@@ -86,7 +98,7 @@ async def test_outcome_files_and_the_csv_export_match_the_engines_formats(
         await sink.write(item)
     refs = await sink.close()
 
-    downloads = ArtifactDownloads(uow, artifact_store)
+    downloads = ArtifactDownloads(uow, store)
     stored = await artifacts_of(uow, run)
 
     async def content(kind: str) -> str:

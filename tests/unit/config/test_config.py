@@ -87,6 +87,21 @@ def test_server_mode_needs_a_database_url(tmp_path: Path) -> None:
         load_config(environ={"WEPUSH_MODE": "server", "WEPUSH_DATA_DIR": str(tmp_path)})
 
 
+def test_an_s3_artifact_store_needs_its_bucket(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"wepush\.artifacts\.s3\.bucket"):
+        load_config(environ={"WEPUSH_ARTIFACTS_TYPE": "s3", "WEPUSH_DATA_DIR": str(tmp_path)})
+    config = load_config(
+        environ={
+            "WEPUSH_ARTIFACTS_TYPE": "s3",
+            "WEPUSH_ARTIFACTS_S3_BUCKET": "wepush-artifacts",
+            "WEPUSH_ARTIFACTS_S3_ENDPOINT_URL": "https://minio.internal:9000",
+            "WEPUSH_DATA_DIR": str(tmp_path),
+        }
+    )
+    assert (config.artifacts.type, config.artifacts.s3.bucket) == ("s3", "wepush-artifacts")
+    assert config.artifacts.s3.endpoint_url == "https://minio.internal:9000"
+
+
 def test_effective_config_masks_secrets(tmp_path: Path) -> None:
     file = _write(
         tmp_path / "server.yaml",

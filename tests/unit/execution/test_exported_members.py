@@ -26,4 +26,4 @@ def test_the_composition_root_finds_what_it_wires() -> None:
     assert {"RunAvailabilityNotifier", "ArtifactDownloads", "ArtifactStore", "snapshot_for_job"} <= set(
         execution.__all__
     )
-    assert artifacts.__all__ == ["LocalArtifactStore"]
+    assert artifacts.__all__ == ["ArtifactStoreUnavailable", "LocalArtifactStore", "S3ArtifactStore"]

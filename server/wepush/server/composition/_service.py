@@ -42,7 +42,7 @@ from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.application.authentication import TokenAuthenticator
 from wepush.server.application.bootstrap import SystemBootstrap
 from wepush.server.application.credentials import TokenHasher
-from wepush.server.application.execution import RunAvailabilityNotifier
+from wepush.server.application.execution import ArtifactStore, RunAvailabilityNotifier
 from wepush.server.application.health import CheckResult, HealthService
 from wepush.server.application.import_retention import ImportRetention
 from wepush.server.application.paging import CursorCodec
@@ -51,7 +51,7 @@ from wepush.server.composition._app import ServiceApp, create_app
 from wepush.server.composition._catalog import build_catalog
 from wepush.server.config import ServiceConfig
 from wepush.server.domain import AuditOutcome, utc_now
-from wepush.server.infra.artifacts import LocalArtifactStore
+from wepush.server.infra.artifacts import ArtifactStoreUnavailable, LocalArtifactStore, S3ArtifactStore
 from wepush.server.infra.db import (
     PoolSettings,
     SqlUnitOfWorkFactory,
@@ -100,6 +100,16 @@ def write_bootstrap_token(path: Path, token: str) -> None:
     os.chmod(path, 0o600)
 
 
+async def _artifact_store(config: ServiceConfig) -> ArtifactStore:
+    """The configured store: a local directory, or a bucket every instance shares (checked now)."""
+    if config.artifacts.type == "s3":
+        store = S3ArtifactStore.from_settings(config.artifacts.s3)
+        await store.check()
+        return store
+    config.artifacts.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return LocalArtifactStore(config.artifacts.directory)
+
+
 @dataclass
 class ServiceRuntime:
     """The live adapters of one Service process (owned by the lifespan)."""
@@ -114,7 +124,7 @@ class ServiceRuntime:
     bootstrap_token_written: bool = False
     notifier: RunAvailabilityNotifier = field(default_factory=RunAvailabilityNotifier)
     events: RunEventBroker | None = None
-    artifact_store: LocalArtifactStore | None = None
+    artifact_store: ArtifactStore | None = None
     embedded_agent: EmbeddedAgent | None = None
     import_retention: asyncio.Task[None] | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
@@ -139,6 +149,12 @@ class ServiceRuntime:
             return CheckResult("secrets", self.deps is not None, "master key loaded")
 
         async def artifacts() -> CheckResult:
+            if isinstance(self.artifact_store, S3ArtifactStore):
+                try:
+                    await self.artifact_store.check()
+                except ArtifactStoreUnavailable as exc:
+                    return CheckResult("artifacts", False, str(exc))
+                return CheckResult("artifacts", True, "bucket reachable")
             directory = self.config.artifacts.directory
             ok = directory.is_dir() and os.access(directory, os.W_OK)
             return CheckResult("artifacts", ok, "writable" if ok else "artifact directory not writable")
@@ -159,7 +175,8 @@ class ServiceRuntime:
         config = self.config
         if config.standalone:
             prepare_data_dir(config)
-        config.artifacts.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # First, so that a bucket the Service cannot use stops it before anything else starts.
+        self.artifact_store = await _artifact_store(config)
         if config.standalone:
             # Standalone is its own migration job; server mode runs `wepush migrate` once per release.
             await upgrade_database_async(config.database.url)
@@ -195,8 +212,6 @@ class ServiceRuntime:
                 max_field_length=config.imports.max_field_length,
             ),
         )
-        # Only the local store exists so far; server mode's S3 store is wired here when it lands.
-        self.artifact_store = LocalArtifactStore(config.artifacts.directory)
         self.events = RunEventBroker(
             StoredRunEvents(self.uow), poll_interval=config.events.progress_interval.total_seconds()
         )

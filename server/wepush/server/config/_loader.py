@@ -255,6 +255,11 @@ def load_config(
     _validate(document, "effective configuration")
     _check_durations(document)
     _check_bind_address(document)
+    artifacts = document["wepush"]["artifacts"]
+    if artifacts["type"] == "s3" and not (artifacts.get("s3") or {}).get("bucket"):
+        raise ConfigError(
+            "wepush.artifacts.s3.bucket: artifacts.type s3 needs the bucket to store artifacts in"
+        )
     if document["wepush"]["mode"] == "server" and not document["wepush"]["database"]["url"]:
         raise ConfigError("wepush.database.url: server mode needs a PostgreSQL URL")
     return build_config(document, resolved_data, config_dir)

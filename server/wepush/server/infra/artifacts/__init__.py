@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from ._local import LocalArtifactStore
+from ._s3 import ArtifactStoreUnavailable, S3ArtifactStore
 
-__all__ = ["LocalArtifactStore"]
+__all__ = ["ArtifactStoreUnavailable", "LocalArtifactStore", "S3ArtifactStore"]

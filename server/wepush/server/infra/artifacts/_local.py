@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
-import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -23,56 +21,32 @@ from typing import BinaryIO, Final
 from wepush.server.application.execution import ArtifactObjectMissing, ArtifactUpload, StoredObject
 from wepush.server.domain import ArtifactOwnerType
 
+from ._keys import artifact_key, checked_key
+from ._upload import HashingUpload, own
+
 __all__ = ["LocalArtifactStore"]
 
-_OWNER_DIRS: Final = {
-    ArtifactOwnerType.RUN: "runs",
-    ArtifactOwnerType.AUDIENCE_SNAPSHOT: "audiences",
-    ArtifactOwnerType.IMPORT: "imports",
-}
-_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
-_EXTENSION: Final = re.compile(r"^[a-z0-9]{1,8}$")
-_KEY: Final = re.compile(
-    r"^(runs|audiences|imports)/[A-Za-z0-9][A-Za-z0-9-]{0,63}/[A-Za-z0-9][A-Za-z0-9-]{0,63}\.[a-z0-9]{1,8}$"
-)
 _UPLOADS: Final = ".uploads"
 _BUFFER: Final = 256 * 1024
 _READ_CHUNK: Final = 64 * 1024
 
 
-class _LocalUpload:
-    """Buffers writes and appends them to the temporary file off the event loop; hashes as it goes."""
+class _LocalUpload(HashingUpload):
+    """Buffers writes and appends them to the temporary file off the event loop."""
 
     def __init__(self, key: str, temp: Path, handle: BinaryIO) -> None:
-        self._key = key
+        super().__init__(key)
         self.temp = temp
         self.handle = handle
-        self.digest = hashlib.sha256()
-        self.size = 0
-        self._buffer = bytearray()
-        self.finished = False
-
-    @property
-    def key(self) -> str:
-        return self._key
-
-    @property
-    def size_bytes(self) -> int:
-        return self.size
 
     async def write(self, data: bytes) -> None:
-        if self.finished:
-            raise RuntimeError("the upload is already completed or aborted")
-        self.digest.update(data)
-        self.size += len(data)
-        self._buffer += data
-        if len(self._buffer) >= _BUFFER:
+        self.accept(data)
+        if len(self.buffer) >= _BUFFER:
             await self.drain()
 
     async def drain(self) -> None:
-        if self._buffer:
-            chunk, self._buffer = bytes(self._buffer), bytearray()
-            await asyncio.to_thread(self.handle.write, chunk)
+        if self.buffer:
+            await asyncio.to_thread(self.handle.write, self.take_buffer())
 
 
 class LocalArtifactStore:
@@ -97,15 +71,10 @@ class LocalArtifactStore:
         artifact_id: str,
         extension: str,
     ) -> str:
-        # The workspace is not part of a local key: ids are globally unique and the row keeps the workspace.
-        if not _ID.match(owner_id) or not _ID.match(artifact_id) or not _EXTENSION.match(extension):
-            raise ValueError("artifact keys are built from opaque ids and a short lower-case extension")
-        return f"{_OWNER_DIRS[owner_type]}/{owner_id}/{artifact_id}.{extension}"
+        return artifact_key(owner_type, owner_id, artifact_id, extension)
 
     def _path(self, key: str) -> Path:
-        if not _KEY.match(key):
-            raise ValueError("not a key this store generated")
-        path = (self._root / key).resolve()
+        path = (self._root / checked_key(key)).resolve()
         if self._root not in path.parents:
             raise ValueError("artifact key escapes the store root")
         return path
@@ -122,7 +91,7 @@ class LocalArtifactStore:
         return _LocalUpload(key, temp, os.fdopen(fd, "wb"))
 
     async def complete(self, upload: ArtifactUpload) -> StoredObject:
-        local = self._own(upload)
+        local = own(upload, _LocalUpload)
         await local.drain()
         local.finished = True
         target = self._path(local.key)
@@ -130,16 +99,9 @@ class LocalArtifactStore:
         return StoredObject(local.key, local.size, local.digest.hexdigest())
 
     async def abort(self, upload: ArtifactUpload) -> None:
-        local = self._own(upload)
+        local = own(upload, _LocalUpload)
         local.finished = True
         await asyncio.to_thread(_discard, local.handle, local.temp)
-
-    def _own(self, upload: ArtifactUpload) -> _LocalUpload:
-        if not isinstance(upload, _LocalUpload):
-            raise TypeError("the upload was not started by this store")
-        if upload.finished:
-            raise RuntimeError("the upload is already completed or aborted")
-        return upload
 
     async def stat(self, key: str) -> StoredObject | None:
         path = self._path(key)

@@ -1,0 +1,255 @@
+"""``S3ArtifactStore``: artifacts as objects in one bucket of an S3-compatible store (server mode).
+
+Every Service instance sees the same objects, so an artifact written by one instance downloads from any
+other. An object appears only when its upload completes: a small one with a single ``PutObject``, a
+larger one as a multipart upload that is invisible until ``CompleteMultipartUpload``. Writes are buffered
+one part at a time (8 MiB), so an upload's memory stays bounded whatever the artifact's size; an upload
+whose writer died is aborted later by :meth:`S3ArtifactStore.reclaim_abandoned`. boto3 is synchronous:
+every call runs in a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from wepush.server.application.execution import ArtifactObjectMissing, ArtifactUpload, StoredObject
+from wepush.server.config import S3Settings
+from wepush.server.domain import ArtifactOwnerType
+
+from ._keys import artifact_key, checked_key
+from ._upload import HashingUpload, own
+
+__all__ = ["ArtifactStoreUnavailable", "S3ArtifactStore"]
+
+#: Parts of a multipart upload; S3 needs at least 5 MiB for every part but the last.
+PART_BYTES: Final = 8 * 1024 * 1024
+_READ_CHUNK: Final = 64 * 1024
+_MISSING_CODES: Final = frozenset({"404", "NoSuchKey", "NotFound"})
+
+
+class ArtifactStoreUnavailable(RuntimeError):
+    """The configured bucket cannot be used (unreachable, missing, or the credentials are refused)."""
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+class _S3Upload(HashingUpload):
+    """Sends a part each time a whole one is buffered."""
+
+    def __init__(self, key: str, client: Any, bucket: str, part_bytes: int) -> None:
+        super().__init__(key)
+        self._client = client
+        self._bucket = bucket
+        self._part_bytes = part_bytes
+        self.upload_id: str | None = None
+        self.parts: list[dict[str, Any]] = []
+
+    async def write(self, data: bytes) -> None:
+        self.accept(data)
+        while len(self.buffer) >= self._part_bytes:
+            part = bytes(self.buffer[: self._part_bytes])
+            del self.buffer[: self._part_bytes]
+            await self.send_part(part)
+
+    async def send_part(self, data: bytes) -> None:
+        if self.upload_id is None:
+            started = await asyncio.to_thread(
+                self._client.create_multipart_upload, Bucket=self._bucket, Key=self._key
+            )
+            self.upload_id = str(started["UploadId"])
+        number = len(self.parts) + 1
+        sent = await asyncio.to_thread(
+            self._client.upload_part,
+            Bucket=self._bucket,
+            Key=self._key,
+            UploadId=self.upload_id,
+            PartNumber=number,
+            Body=data,
+        )
+        self.parts.append({"PartNumber": number, "ETag": sent["ETag"]})
+
+
+class S3ArtifactStore:
+    """The :class:`~wepush.server.application.execution.ArtifactStore` on an S3-compatible bucket."""
+
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        *,
+        part_bytes: int = PART_BYTES,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._client = client
+        self._bucket = bucket
+        self._part_bytes = part_bytes
+        self._clock = clock
+
+    @classmethod
+    def from_settings(cls, settings: S3Settings) -> S3ArtifactStore:
+        if not settings.bucket:
+            raise ArtifactStoreUnavailable("wepush.artifacts.s3.bucket is not set")
+        config = Config(
+            signature_version="s3v4",
+            retries={"mode": "standard", "max_attempts": 5},
+            # Custom endpoints (MinIO, Ceph, moto …) rarely resolve virtual-hosted bucket names.
+            s3={"addressing_style": "path"} if settings.endpoint_url else None,
+        )
+        # Explicit credentials when configured; otherwise boto3's own chain (environment, profile, role).
+        client = boto3.session.Session().client(
+            "s3",
+            endpoint_url=settings.endpoint_url,
+            region_name=settings.region,
+            aws_access_key_id=settings.access_key_id,
+            aws_secret_access_key=settings.secret_access_key,
+            config=config,
+        )
+        return cls(client, settings.bucket)
+
+    def __repr__(self) -> str:
+        return f"S3ArtifactStore(bucket={self._bucket!r})"
+
+    async def check(self) -> None:
+        """Fail closed at start-up when the bucket cannot be used, naming the bucket and the reason."""
+        try:
+            await asyncio.to_thread(self._client.head_bucket, Bucket=self._bucket)
+        except ClientError as exc:
+            raise ArtifactStoreUnavailable(
+                f"the artifact bucket {self._bucket!r} cannot be used: {_code(exc) or 'refused'}"
+            ) from None
+        except BotoCoreError as exc:
+            raise ArtifactStoreUnavailable(
+                f"the artifact bucket {self._bucket!r} cannot be reached: {exc.__class__.__name__}"
+            ) from None
+
+    def new_key(
+        self,
+        *,
+        workspace_id: str,
+        owner_type: ArtifactOwnerType,
+        owner_id: str,
+        artifact_id: str,
+        extension: str,
+    ) -> str:
+        return artifact_key(owner_type, owner_id, artifact_id, extension)
+
+    async def begin_upload(self, key: str) -> ArtifactUpload:
+        return _S3Upload(checked_key(key), self._client, self._bucket, self._part_bytes)
+
+    async def complete(self, upload: ArtifactUpload) -> StoredObject:
+        s3 = own(upload, _S3Upload)
+        s3.finished = True
+        try:
+            if s3.upload_id is None:
+                await asyncio.to_thread(
+                    self._client.put_object, Bucket=self._bucket, Key=s3.key, Body=s3.take_buffer()
+                )
+            else:
+                if s3.buffer:
+                    await s3.send_part(s3.take_buffer())
+                await asyncio.to_thread(
+                    self._client.complete_multipart_upload,
+                    Bucket=self._bucket,
+                    Key=s3.key,
+                    UploadId=s3.upload_id,
+                    MultipartUpload={"Parts": s3.parts},
+                )
+        except BaseException:
+            await self._abort_multipart(s3)
+            raise
+        return StoredObject(s3.key, s3.size, s3.digest.hexdigest())
+
+    async def abort(self, upload: ArtifactUpload) -> None:
+        s3 = own(upload, _S3Upload)
+        s3.finished = True
+        s3.take_buffer()
+        await self._abort_multipart(s3)
+
+    async def _abort_multipart(self, s3: _S3Upload) -> None:
+        if s3.upload_id is None:
+            return
+        # What cannot be aborted now is aborted by the next reclaim_abandoned sweep.
+        with contextlib.suppress(ClientError, BotoCoreError):
+            await asyncio.to_thread(
+                self._client.abort_multipart_upload, Bucket=self._bucket, Key=s3.key, UploadId=s3.upload_id
+            )
+
+    async def stat(self, key: str) -> StoredObject | None:
+        try:
+            head = await asyncio.to_thread(
+                self._client.head_object, Bucket=self._bucket, Key=checked_key(key)
+            )
+        except ClientError as exc:
+            if _code(exc) in _MISSING_CODES:
+                return None
+            raise
+        return StoredObject(key, int(head["ContentLength"]))
+
+    async def open_range(self, key: str, start: int, end: int) -> AsyncIterator[bytes]:
+        if start < 0 or end < start:
+            raise ValueError("a byte range needs 0 <= start <= end")
+        checked_key(key)
+        if end == start:
+            if await self.stat(key) is None:
+                raise ArtifactObjectMissing(key)
+            return _empty()
+        try:
+            got = await asyncio.to_thread(
+                self._client.get_object, Bucket=self._bucket, Key=key, Range=f"bytes={start}-{end - 1}"
+            )
+        except ClientError as exc:
+            if _code(exc) in _MISSING_CODES:
+                raise ArtifactObjectMissing(key) from None
+            if _code(exc) == "InvalidRange" and await self.stat(key) is not None:
+                return _empty()  # the range starts at or after the end of the object
+            raise
+        return _read(got["Body"])
+
+    async def delete(self, key: str) -> bool:
+        if await self.stat(key) is None:
+            return False
+        await asyncio.to_thread(self._client.delete_object, Bucket=self._bucket, Key=key)
+        return True
+
+    async def reclaim_abandoned(self, older_than: timedelta) -> int:
+        # The age is the store's own: S3 reports when it initiated each multipart upload.
+        return await asyncio.to_thread(self._reclaim, self._clock() - older_than)
+
+    def _reclaim(self, cutoff: datetime) -> int:
+        aborted = 0
+        for page in self._client.get_paginator("list_multipart_uploads").paginate(Bucket=self._bucket):
+            for upload in page.get("Uploads", []):
+                key = str(upload["Key"])
+                try:
+                    checked_key(key)
+                except ValueError:
+                    continue  # not one of ours: the bucket may be shared
+                if upload["Initiated"] < cutoff:
+                    self._client.abort_multipart_upload(
+                        Bucket=self._bucket, Key=key, UploadId=upload["UploadId"]
+                    )
+                    aborted += 1
+        return aborted
+
+
+async def _empty() -> AsyncIterator[bytes]:
+    return
+    yield b""  # pragma: no cover - makes this an async generator
+
+
+async def _read(body: Any) -> AsyncIterator[bytes]:
+    try:
+        while chunk := await asyncio.to_thread(body.read, _READ_CHUNK):
+            yield chunk
+    finally:
+        await asyncio.to_thread(body.close)
