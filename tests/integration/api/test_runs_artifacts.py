@@ -4,6 +4,7 @@ the local store (standalone) and with an S3 bucket (server mode), behind the sam
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from tests.fixtures.s3 import S3Bucket
 from tests.integration.api._support import issue_token
 from tests.integration.api._support_runs import add_artifact, seed_world, service, start_confirmed
 from wepush.server.infra.artifacts import S3ArtifactStore
+from wepush.server.infra.logging import JsonFormatter
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -194,3 +196,14 @@ async def test_a_service_whose_bucket_cannot_be_used_does_not_start(
         async with service(tmp_path, **{**s3_env, "WEPUSH_ARTIFACTS_S3_BUCKET": "no-such-bucket"}):
             pass
     assert s3_env["WEPUSH_ARTIFACTS_S3_SECRET_ACCESS_KEY"] not in str(failed.value)
+
+
+async def test_the_configured_s3_secret_is_scrubbed_from_every_log_line(
+    tmp_path: Path, s3_env: dict[str, str]
+) -> None:
+    secret = s3_env["WEPUSH_ARTIFACTS_S3_SECRET_ACCESS_KEY"]
+    async with service(tmp_path, **s3_env):
+        record = logging.LogRecord("botocore", logging.DEBUG, __file__, 1, "signing with %s", (secret,), None)
+        line = JsonFormatter(service="wepush-server", instance_id="test").format(record)
+    assert secret not in line
+    assert "signing with" in line

@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
@@ -61,6 +61,7 @@ from wepush.server.infra.db import (
 )
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
 from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
+from wepush.server.infra.logging import get_redactor
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
 _log = logging.getLogger("wepush.server")
@@ -98,6 +99,15 @@ def write_bootstrap_token(path: Path, token: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(token + "\n")
     os.chmod(path, 0o600)
+
+
+def _register_configured_secrets(config: ServiceConfig) -> None:
+    """Secrets that come from the configuration, scrubbed from every log line and error detail from the
+    start (a library's debug output or an exception may quote them)."""
+    redactor = get_redactor()
+    for value in (config.artifacts.s3.secret_access_key, make_url(config.database.url).password):
+        if value:
+            redactor.add_secret_value(str(value))
 
 
 async def _artifact_store(config: ServiceConfig) -> ArtifactStore:
@@ -175,6 +185,7 @@ class ServiceRuntime:
         config = self.config
         if config.standalone:
             prepare_data_dir(config)
+        _register_configured_secrets(config)
         # First, so that a bucket the Service cannot use stops it before anything else starts.
         self.artifact_store = await _artifact_store(config)
         if config.standalone:
