@@ -128,3 +128,14 @@ async def test_an_overlong_header_parameter_is_named_and_not_echoed(tmp_path: Pa
     assert response.json()["errors"][0]["field"] == "Idempotency-Key"
     assert response.json()["detail"] == "header parameter 'Idempotency-Key': must satisfy maxLength=128"
     assert SECRET not in response.text
+
+
+async def test_a_method_the_resource_does_not_have_is_405_naming_the_allowed_ones(tmp_path: Path) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        response = await app.client.patch("/api/v1/workspaces", headers=app.admin())
+        # Both ``…/commands/pause`` (POST) and ``…/commands/{commandId}`` (GET) match this path.
+        command = await app.client.delete("/api/v1/workspaces/w/runs/r/commands/pause", headers=app.admin())
+    assert (command.status_code, command.headers["allow"]) == (405, "GET, POST")
+    assert response.status_code == 405
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.headers["allow"] == "GET, POST"

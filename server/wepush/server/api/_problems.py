@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
 
 from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
@@ -143,12 +144,45 @@ async def handle_connexion_problem(request: ConnexionRequest, exc: Exception) ->
     )
 
 
-async def handle_http_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
-    assert isinstance(exc, HTTPException)
-    code = _STATUS_CODES.get(
-        exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "VALIDATION_FAILED"
-    )
-    return problem_response(code, str(exc.detail), status=exc.status_code, trace_id=_trace_id(request))
+class AllowedMethods:
+    """The methods the contract defines for a request path: the ``Allow`` header of a 405.
+
+    A path can match several templates (``…/commands/pause`` and ``…/commands/{commandId}``); it allows
+    the methods of all of them. (Starlette's own header names only the methods of the first route whose
+    path matched, which for such a path is incomplete.)"""
+
+    _METHODS: Final = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self._routes: list[tuple[re.Pattern[str], frozenset[str]]] = []
+        for template, operations in (spec.get("paths") or {}).items():
+            parts = re.split(r"(\{[^/}]+\})", template)
+            pattern = "".join("[^/]+" if part.startswith("{") else re.escape(part) for part in parts)
+            methods = frozenset(m.upper() for m in operations if m in self._METHODS)
+            self._routes.append((re.compile(f"^{pattern}$"), methods))
+
+    def __call__(self, path: str) -> list[str]:
+        return sorted(set().union(*(methods for pattern, methods in self._routes if pattern.match(path))))
+
+
+def http_exception_handler(
+    allowed: AllowedMethods,
+) -> Callable[[ConnexionRequest, Exception], Awaitable[ConnexionResponse]]:
+    async def handle_http_exception(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+        assert isinstance(exc, HTTPException)
+        code = _STATUS_CODES.get(
+            exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "VALIDATION_FAILED"
+        )
+        methods = allowed(request.url.path) if exc.status_code == 405 else []
+        return problem_response(
+            code,
+            str(exc.detail),
+            status=exc.status_code,
+            trace_id=_trace_id(request),
+            headers={"Allow": ", ".join(methods)} if methods else None,
+        )
+
+    return handle_http_exception
 
 
 async def handle_unexpected(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:

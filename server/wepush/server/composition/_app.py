@@ -16,11 +16,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wepush.server.api._context import SCOPE_KEY
 from wepush.server.api._problems import (
+    AllowedMethods,
     handle_coded_error,
     handle_connexion_problem,
-    handle_http_exception,
     handle_not_started,
     handle_unexpected,
+    http_exception_handler,
 )
 from wepush.server.api._validation import validator_map
 from wepush.server.application._services import ApplicationServices, ServiceNotStarted
@@ -108,7 +109,7 @@ def create_app(
         swagger_ui_options=SwaggerUIOptions(spec_path=OPENAPI_PATH, swagger_ui_path=API_DOCS_PATH),
     )
     app.add_error_handler(ProblemException, handle_connexion_problem)
-    app.add_error_handler(HTTPException, handle_http_exception)
+    app.add_error_handler(HTTPException, http_exception_handler(AllowedMethods(spec)))
     for coded in CODED_ERRORS:
         app.add_error_handler(coded, handle_coded_error)
     app.add_error_handler(ServiceNotStarted, handle_not_started)
