@@ -36,8 +36,6 @@ from wepush.server.domain import (
     ImportCounts,
     ImportState,
     ImportStateConflict,
-    Keyset,
-    NameAlreadyUsed,
     NotFound,
     Page,
     PageRequest,
@@ -55,7 +53,7 @@ from ._base import SqlRepository
 from ._copy_text import CopyTextDecoder
 from ._mapping import RowMapper
 from ._metadata import ID_LENGTH
-from ._repo_resources import _SoftDeletable
+from ._repo_live import LiveResources
 from ._tables_audience import (
     STAGED_ERRORS_PREDICATE,
     audience,
@@ -127,58 +125,16 @@ _ACCEPTED_ROWS_PG = (
 _STAGED_ERRORS = text(STAGED_ERRORS_PREDICATE)
 
 
-class SqlAudienceRepository(_SoftDeletable):
+class SqlAudienceRepository(LiveResources[Audience]):
+    table = audience
+    kind = "audience"
+    mapper = _AUDIENCE
+
     async def add(self, audience_: Audience) -> Audience:
-        await self._insert(
-            audience, _AUDIENCE.to_values(audience_), lambda: NameAlreadyUsed("audience", audience_.name)
-        )
-        return audience_
-
-    async def get(self, workspace_id: str, audience_id: str) -> Audience:
-        row = await self._get_row(
-            audience,
-            "audience",
-            audience_id,
-            audience.c.workspace_id == workspace_id,
-            audience.c.deleted_at.is_(None),
-        )
-        return _AUDIENCE.from_row(row)
-
-    async def list_page(self, workspace_id: str, page: PageRequest[Keyset]) -> Page[Audience, Keyset]:
-        return await self._keyset_page(
-            select(audience).where(audience.c.workspace_id == workspace_id, audience.c.deleted_at.is_(None)),
-            page,
-            at=audience.c.created_at,
-            id_=audience.c.id,
-            build=_AUDIENCE.from_row,
-            key=lambda a: Keyset(a.created_at, a.id),
-        )
-
-    async def update(self, audience_: Audience) -> Audience:
-        row = await self._update_versioned(
-            audience,
-            "audience",
-            audience_.id,
-            audience_.version,
-            _AUDIENCE.to_values(audience_),
-            audience.c.workspace_id == audience_.workspace_id,
-            audience.c.deleted_at.is_(None),
-            on_duplicate=lambda: NameAlreadyUsed("audience", audience_.name),
-        )
-        return _AUDIENCE.from_row(row)
+        return await self._add_row(audience_)
 
     async def references(self, workspace_id: str, audience_id: str) -> ResourceReferences:
         return await refs.audience_references(self._conn, audience_id)
-
-    async def delete(self, workspace_id: str, audience_id: str, expected_version: int) -> None:
-        await self._soft_delete(
-            audience,
-            "audience",
-            workspace_id,
-            audience_id,
-            expected_version,
-            lambda: self.references(workspace_id, audience_id),
-        )
 
     async def get_snapshot(self, workspace_id: str, snapshot_id: str) -> AudienceSnapshot:
         row = await self._get_row(
