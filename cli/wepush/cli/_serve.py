@@ -9,9 +9,12 @@ from pathlib import Path
 import uvicorn
 
 from wepush.server.composition._heap import settle_heap
-from wepush.server.composition._service import build_service_app, prepare_data_dir
+from wepush.server.composition._service import StartupRefused, build_service_app, preflight, prepare_data_dir
 from wepush.server.config import ConfigError, load_config, render_effective_config
 from wepush.server.infra.logging import configure_logging
+
+#: Something the Service needs (the master key, the artifact bucket) is missing or unusable.
+EXIT_UNAVAILABLE = 3
 
 
 class _Server(uvicorn.Server):
@@ -33,6 +36,11 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
         prepare_data_dir(config)
     sys.stderr.write("wepush serve: effective configuration\n" + render_effective_config(config))
     sys.stderr.flush()
+    try:
+        preflight(config)
+    except StartupRefused as exc:
+        sys.stderr.write(f"wepush serve: cannot start: {exc}\n")
+        return EXIT_UNAVAILABLE
     app, _runtime = build_service_app(config)
     server = _Server(
         uvicorn.Config(

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
 import pytest
 
 from wepush.cli.main import main
@@ -21,3 +24,43 @@ def test_serve_with_a_bad_configuration_exits_with_a_clear_error(
     monkeypatch.setenv("WEPUSH_SERVER_PROT", "1")
     assert main(["serve", "--data-dir", str(tmp_path)]) == 2
     assert "WEPUSH_SERVER_PROT" in capsys.readouterr().err
+
+
+@pytest.fixture
+def no_log_setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` routes the root logger to the stderr it finds; in a test that is capsys's, which closes."""
+    monkeypatch.setattr("wepush.cli._serve.configure_logging", lambda *args, **kwargs: None)
+
+
+@pytest.mark.usefixtures("no_log_setup")
+def test_serve_without_the_server_master_key_refuses_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEPUSH_MODE", "server")
+    monkeypatch.setenv("WEPUSH_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'server.db'}")
+    monkeypatch.setenv("WEPUSH_CONFIG_DIR", str(tmp_path / "config"))
+    assert main(["serve", "--data-dir", str(tmp_path / "data")]) == 3
+    err = capsys.readouterr().err
+    assert "wepush serve: cannot start: master key:" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "config" / "master.key").exists()
+
+
+@pytest.mark.usefixtures("no_log_setup")
+def test_serve_with_an_unreachable_bucket_refuses_naming_it_not_its_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    monkeypatch.setenv("WEPUSH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("WEPUSH_ARTIFACTS_TYPE", "s3")
+    monkeypatch.setenv("WEPUSH_ARTIFACTS_S3_BUCKET", "wepush-artifacts")
+    monkeypatch.setenv("WEPUSH_ARTIFACTS_S3_ENDPOINT_URL", f"http://127.0.0.1:{closed}")
+    monkeypatch.setenv("WEPUSH_ARTIFACTS_S3_ACCESS_KEY_ID", "access")
+    monkeypatch.setenv("WEPUSH_ARTIFACTS_S3_SECRET_ACCESS_KEY", "s3-secret-never-printed")
+    assert main(["serve", "--data-dir", str(tmp_path / "data")]) == 3
+    err = capsys.readouterr().err
+    assert "cannot start: artifacts: the artifact bucket 'wepush-artifacts' cannot be reached" in err
+    assert "s3-secret-never-printed" not in err
+    assert "Traceback" not in err

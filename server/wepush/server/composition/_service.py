@@ -62,7 +62,7 @@ from wepush.server.infra.db import (
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
 from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
 from wepush.server.infra.logging import get_redactor
-from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
+from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyError, MasterKeyRing
 
 _log = logging.getLogger("wepush.server")
 #: How often expired imports and their staging rows are swept (the deadline is 24 hours after creation).
@@ -90,6 +90,25 @@ def load_key_ring(config: ServiceConfig) -> MasterKeyRing:
     if config.secrets.master_key_env:
         return MasterKeyRing.load_server(environ=os.environ, env_var=config.secrets.master_key_env)
     return MasterKeyRing.load_server(path)
+
+
+class StartupRefused(RuntimeError):
+    """Something the Service cannot run without is missing or unusable; the message says what."""
+
+
+def preflight(config: ServiceConfig) -> None:
+    """Check, before the server binds its port, what the Service fails closed on: the master key and the
+    artifact bucket. A refusal is one clear line for the operator, not a start-up traceback."""
+    try:
+        load_key_ring(config)
+    except (MasterKeyError, OSError) as exc:
+        raise StartupRefused(f"master key: {exc}") from None
+    if config.artifacts.type == "s3":
+        _register_configured_secrets(config)
+        try:
+            asyncio.run(S3ArtifactStore.from_settings(config.artifacts.s3).check())
+        except ArtifactStoreUnavailable as exc:
+            raise StartupRefused(f"artifacts: {exc}") from None
 
 
 def write_bootstrap_token(path: Path, token: str) -> None:
