@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.helpers_app import RunningApp
 from tests.integration.api._support import default_workspace, service
@@ -300,3 +303,13 @@ async def test_import_settings_are_validated_before_any_content(tmp_path: Path) 
         )
         assert (response.status_code, response.json()["code"]) == (400, "VALIDATION_FAILED")
         assert [e["field"] for e in response.json()["errors"]] == ["/itemIdField"]
+
+
+async def test_an_upload_logs_no_warnings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        caplog.set_level(logging.INFO)
+        caplog.clear()  # the start-up's own warning (where the bootstrap token went) is not the upload's
+        await staged_import(app, ws, bulk_csv(good=5, bad=1))
+    warnings = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == []
