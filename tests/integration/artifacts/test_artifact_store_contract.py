@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import socket
+import time
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -117,28 +118,44 @@ async def test_keys_the_store_did_not_generate_are_refused(store: ArtifactStore,
         await store.stat(key)
 
 
-async def test_uploads_whose_writer_died_are_reclaimed_only_when_old_enough(
+def _sweeper(store: ArtifactStore, request: pytest.FixtureRequest, hours_later: float) -> ArtifactStore:
+    """Another instance on the same directory or bucket, whose clock reads ``hours_later`` from now."""
+    if isinstance(store, LocalArtifactStore):
+        return LocalArtifactStore(store.root, clock=lambda: time.time() + hours_later * 3600)
+    bucket: S3Bucket = request.getfixturevalue("s3_bucket")
+    return S3ArtifactStore(
+        bucket.client,
+        bucket.name,
+        part_bytes=PART,
+        clock=lambda: datetime.now(UTC) + timedelta(hours=hours_later),
+    )
+
+
+async def test_an_upload_whose_writer_died_is_reclaimed_once_untouched_for_long_enough(
     store: ArtifactStore, request: pytest.FixtureRequest
 ) -> None:
     upload = await store.begin_upload(_key(store))
-    await upload.write(LARGE)  # never completed nor aborted, as when the process dies mid-upload
-    if isinstance(store, S3ArtifactStore):
-        # Ages come from the bucket's listing. moto reports one fixed initiation time for every upload,
-        # so this store's clock is set ten minutes after whatever the bucket says.
-        bucket: S3Bucket = request.getfixturevalue("s3_bucket")
-        [listed] = bucket.client.list_multipart_uploads(Bucket=bucket.name)["Uploads"]
-        store = S3ArtifactStore(
-            bucket.client,
-            bucket.name,
-            part_bytes=PART,
-            clock=lambda: listed["Initiated"] + timedelta(minutes=10),
-        )
+    await upload.write(LARGE)  # on S3 past one part: a multipart upload with a part exists now
+    # The writer dies here; other instances sweep. Age counts from the last write, not from the start.
     try:
-        assert await store.reclaim_abandoned(timedelta(hours=1)) == 0
-        assert await store.reclaim_abandoned(timedelta(0)) == 1
-        assert await store.reclaim_abandoned(timedelta(0)) == 0
+        assert await _sweeper(store, request, 0).reclaim_abandoned(timedelta(hours=1)) == 0
+        assert await _sweeper(store, request, 2).reclaim_abandoned(timedelta(hours=3)) == 0
+        assert await _sweeper(store, request, 2).reclaim_abandoned(timedelta(hours=1)) == 1
+        assert await _sweeper(store, request, 2).reclaim_abandoned(timedelta(hours=1)) == 0
     finally:
-        await store.abort(upload)  # the writer's own clean-up, harmless once reclaimed
+        await store.abort(upload)  # harmless once reclaimed
+
+
+async def test_an_upload_its_store_is_still_writing_is_never_reclaimed(store: ArtifactStore) -> None:
+    key = _key(store)
+    upload = await store.begin_upload(key)
+    await upload.write(LARGE)
+    # A run writes its outcome files for as long as it sends (days, at a low rate); its own sweep
+    # must not take them away, however old their last part is.
+    assert await store.reclaim_abandoned(timedelta(0)) == 0
+    await upload.write(SMALL)
+    await store.complete(upload)
+    assert await _read(store, key, 0, len(LARGE) + len(SMALL)) == LARGE + SMALL
 
 
 async def test_the_sweep_leaves_uploads_of_other_programs_in_a_shared_bucket(s3_bucket: S3Bucket) -> None:

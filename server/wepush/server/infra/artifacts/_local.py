@@ -13,7 +13,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -52,8 +52,11 @@ class _LocalUpload(HashingUpload):
 class LocalArtifactStore:
     """The :class:`~wepush.server.application.execution.ArtifactStore` on the local file system."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, clock: Callable[[], float] = time.time) -> None:
         self._root = Path(root).resolve()
+        self._clock = clock
+        # Uploads this store is still writing: never reclaimed, however long since their last write.
+        self._open: set[Path] = set()
 
     def __repr__(self) -> str:
         return f"LocalArtifactStore({str(self._root)!r})"
@@ -88,12 +91,14 @@ class LocalArtifactStore:
         uploads.mkdir(mode=0o700, parents=True, exist_ok=True)
         temp = uploads / f"{uuid.uuid4().hex}.part"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self._open.add(temp)
         return _LocalUpload(key, temp, os.fdopen(fd, "wb"))
 
     async def complete(self, upload: ArtifactUpload) -> StoredObject:
         local = own(upload, _LocalUpload)
         await local.drain()
         local.finished = True
+        self._open.discard(local.temp)
         target = self._path(local.key)
         await asyncio.to_thread(_publish, local.handle, local.temp, target)
         return StoredObject(local.key, local.size, local.digest.hexdigest())
@@ -101,6 +106,7 @@ class LocalArtifactStore:
     async def abort(self, upload: ArtifactUpload) -> None:
         local = own(upload, _LocalUpload)
         local.finished = True
+        self._open.discard(local.temp)
         await asyncio.to_thread(_discard, local.handle, local.temp)
 
     async def stat(self, key: str) -> StoredObject | None:
@@ -127,7 +133,7 @@ class LocalArtifactStore:
 
     async def reclaim_abandoned(self, older_than: timedelta) -> int:
         return await asyncio.to_thread(
-            _reclaim, self._root / _UPLOADS, time.time() - older_than.total_seconds()
+            _reclaim, self._root / _UPLOADS, self._clock() - older_than.total_seconds(), frozenset(self._open)
         )
 
 
@@ -174,7 +180,8 @@ def _remove(path: Path) -> bool:
     return True
 
 
-def _reclaim(uploads: Path, cutoff: float) -> int:
+def _reclaim(uploads: Path, cutoff: float, still_open: frozenset[Path]) -> int:
+    """Discard temporary files not written to since ``cutoff`` (a file's mtime moves with every write)."""
     removed = 0
     try:
         entries = list(uploads.iterdir())
@@ -182,7 +189,7 @@ def _reclaim(uploads: Path, cutoff: float) -> int:
         return 0
     for entry in entries:
         with contextlib.suppress(FileNotFoundError):
-            if entry.suffix == ".part" and entry.stat().st_mtime < cutoff:
+            if entry.suffix == ".part" and entry not in still_open and entry.stat().st_mtime < cutoff:
                 entry.unlink()
                 removed += 1
     return removed

@@ -46,11 +46,12 @@ def _code(error: ClientError) -> str:
 class _S3Upload(HashingUpload):
     """Sends a part each time a whole one is buffered."""
 
-    def __init__(self, key: str, client: Any, bucket: str, part_bytes: int) -> None:
+    def __init__(self, key: str, client: Any, bucket: str, part_bytes: int, still_open: set[str]) -> None:
         super().__init__(key)
         self._client = client
         self._bucket = bucket
         self._part_bytes = part_bytes
+        self._still_open = still_open
         self.upload_id: str | None = None
         self.parts: list[dict[str, Any]] = []
 
@@ -67,6 +68,7 @@ class _S3Upload(HashingUpload):
                 self._client.create_multipart_upload, Bucket=self._bucket, Key=self._key
             )
             self.upload_id = str(started["UploadId"])
+            self._still_open.add(self.upload_id)
         number = len(self.parts) + 1
         sent = await asyncio.to_thread(
             self._client.upload_part,
@@ -94,6 +96,8 @@ class S3ArtifactStore:
         self._bucket = bucket
         self._part_bytes = part_bytes
         self._clock = clock
+        # Multipart uploads this store is still writing: never reclaimed, however long since their last part.
+        self._open: set[str] = set()
 
     @classmethod
     def from_settings(cls, settings: S3Settings) -> S3ArtifactStore:
@@ -144,7 +148,7 @@ class S3ArtifactStore:
         return artifact_key(owner_type, owner_id, artifact_id, extension)
 
     async def begin_upload(self, key: str) -> ArtifactUpload:
-        return _S3Upload(checked_key(key), self._client, self._bucket, self._part_bytes)
+        return _S3Upload(checked_key(key), self._client, self._bucket, self._part_bytes, self._open)
 
     async def complete(self, upload: ArtifactUpload) -> StoredObject:
         s3 = own(upload, _S3Upload)
@@ -167,6 +171,7 @@ class S3ArtifactStore:
         except BaseException:
             await self._abort_multipart(s3)
             raise
+        self._open.discard(s3.upload_id or "")
         return StoredObject(s3.key, s3.size, s3.digest.hexdigest())
 
     async def abort(self, upload: ArtifactUpload) -> None:
@@ -178,6 +183,7 @@ class S3ArtifactStore:
     async def _abort_multipart(self, s3: _S3Upload) -> None:
         if s3.upload_id is None:
             return
+        self._open.discard(s3.upload_id)
         # What cannot be aborted now is aborted by the next reclaim_abandoned sweep.
         with contextlib.suppress(ClientError, BotoCoreError):
             await asyncio.to_thread(
@@ -222,24 +228,39 @@ class S3ArtifactStore:
         return True
 
     async def reclaim_abandoned(self, older_than: timedelta) -> int:
-        # The age is the store's own: S3 reports when it initiated each multipart upload.
-        return await asyncio.to_thread(self._reclaim, self._clock() - older_than)
+        """Abort multipart uploads nobody has added a part to for ``older_than``: their writer died.
 
-    def _reclaim(self, cutoff: datetime) -> int:
+        An upload's age is that of its last part (or of its start, before the first one), not of its
+        start alone: a run writes its outcome files for as long as it sends, which can be days. Uploads
+        this store is still writing, and keys that are not this store's, are never touched."""
+        return await asyncio.to_thread(self._reclaim, self._clock() - older_than, frozenset(self._open))
+
+    def _reclaim(self, cutoff: datetime, still_open: frozenset[str]) -> int:
         aborted = 0
         for page in self._client.get_paginator("list_multipart_uploads").paginate(Bucket=self._bucket):
             for upload in page.get("Uploads", []):
-                key = str(upload["Key"])
+                key, upload_id = str(upload["Key"]), str(upload["UploadId"])
                 try:
                     checked_key(key)
                 except ValueError:
                     continue  # not one of ours: the bucket may be shared
-                if upload["Initiated"] < cutoff:
-                    self._client.abort_multipart_upload(
-                        Bucket=self._bucket, Key=key, UploadId=upload["UploadId"]
-                    )
-                    aborted += 1
+                if upload_id in still_open or upload["Initiated"] >= cutoff:
+                    continue
+                if self._last_part_at(key, upload_id, upload["Initiated"]) >= cutoff:
+                    continue
+                self._client.abort_multipart_upload(Bucket=self._bucket, Key=key, UploadId=upload_id)
+                aborted += 1
         return aborted
+
+    def _last_part_at(self, key: str, upload_id: str, initiated: datetime) -> datetime:
+        latest = initiated
+        pages = self._client.get_paginator("list_parts").paginate(
+            Bucket=self._bucket, Key=key, UploadId=upload_id
+        )
+        for page in pages:
+            for part in page.get("Parts", []):
+                latest = max(latest, part["LastModified"])
+        return latest
 
 
 async def _empty() -> AsyncIterator[bytes]:
