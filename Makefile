@@ -48,7 +48,7 @@ test-only: install
 test: install lint typecheck imports check-generated ts-check test-only
 
 run: install
-	mkdir -p $(DEV_HOME)/data $(DEV_HOME)/config
+	# The Service creates its data and configuration directories itself, private to this user (0700).
 	WEPUSH_CONFIG_DIR=$(CURDIR)/$(DEV_HOME)/config $(BIN)/wepush serve --data-dir $(CURDIR)/$(DEV_HOME)/data
 
 bench-engine: install

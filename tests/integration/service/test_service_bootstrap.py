@@ -24,6 +24,13 @@ async def test_first_start_writes_a_private_bootstrap_token_and_master_key(
         assert token.startswith("wpn_")
         assert _mode(config.security.bootstrap_token_file) == 0o600
         assert _mode(config.secrets.master_key_file) == 0o600
+        # Recipients' personal data: the database and its WAL files are the Service user's alone.
+        database = config.data_dir / "wepush-next.db"
+        assert {path.name: _mode(path) for path in config.data_dir.glob("wepush-next.db*")} == {
+            name: 0o600 for name in ("wepush-next.db", "wepush-next.db-wal", "wepush-next.db-shm")
+        }
+        assert database.exists()
+        assert _mode(config.data_dir) == 0o700
         assert str(config.security.bootstrap_token_file) in caplog.text
         assert token not in caplog.text
     async with running_app(config) as again:
@@ -84,3 +91,17 @@ async def test_server_mode_without_a_master_key_fails_closed(tmp_path: Path) -> 
         async with running_app(config):
             pass
     assert not config.secrets.master_key_file.exists()
+
+
+async def test_a_data_directory_open_to_other_users_is_reported_with_the_fix(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = standalone_config(tmp_path)
+    config.data_dir.mkdir(parents=True)
+    config.data_dir.chmod(0o755)
+    caplog.set_level(logging.WARNING)
+    async with running_app(config):
+        pass
+    assert f"data directory {config.data_dir} is open to other users (mode 755)" in caplog.text
+    assert f"chmod 700 {config.data_dir}" in caplog.text
+    assert _mode(config.data_dir / "wepush-next.db") == 0o600

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import socket
+import stat
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -77,9 +78,29 @@ def _version() -> str:
 
 
 def prepare_data_dir(config: ServiceConfig) -> None:
-    """Standalone owns its data directory: create it private to the Service user."""
+    """Standalone owns its data directory: create it private to the Service user.
+
+    The SQLite file holds recipients' personal data (numbers, addresses), so it is created 0600 before
+    SQLite first opens it; SQLite gives its WAL and shared-memory files the database file's mode."""
     config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     config.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = stat.S_IMODE(config.data_dir.stat().st_mode)
+    if mode & 0o077:
+        # An existing directory is the operator's to change; say what is exposed and how to close it.
+        _log.warning(
+            "data directory %s is open to other users (mode %o) and holds recipients' personal data; "
+            "run: chmod 700 %s",
+            config.data_dir,
+            mode,
+            config.data_dir,
+        )
+    url = make_url(config.database.url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        database = Path(url.database)
+        database.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(FileExistsError):
+            # An empty file is an empty SQLite database.
+            os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def load_key_ring(config: ServiceConfig) -> MasterKeyRing:
