@@ -105,3 +105,15 @@ async def test_a_data_directory_open_to_other_users_is_reported_with_the_fix(
     assert f"data directory {config.data_dir} is open to other users (mode 755)" in caplog.text
     assert f"chmod 700 {config.data_dir}" in caplog.text
     assert _mode(config.data_dir / "wepush-next.db") == 0o600
+
+
+async def test_artifact_retention_runs_even_without_an_embedded_agent(tmp_path: Path) -> None:
+    config = standalone_config(tmp_path, WEPUSH_AGENT_EMBEDDED_ENABLED="false")
+    async with running_app(config) as app:
+        assert app.runtime.embedded_agent is None
+        sweep = app.runtime.artifact_retention
+        assert sweep is not None
+        assert sweep.get_name() == "artifact-retention"
+        assert not sweep.done()
+    assert sweep.cancelled()
+    assert app.runtime.artifact_retention is None

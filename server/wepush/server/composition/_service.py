@@ -43,7 +43,7 @@ from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.application.authentication import TokenAuthenticator
 from wepush.server.application.bootstrap import SystemBootstrap
 from wepush.server.application.credentials import TokenHasher
-from wepush.server.application.execution import ArtifactStore, RunAvailabilityNotifier
+from wepush.server.application.execution import ArtifactRetention, ArtifactStore, RunAvailabilityNotifier
 from wepush.server.application.health import CheckResult, HealthService
 from wepush.server.application.import_retention import ImportRetention
 from wepush.server.application.paging import CursorCodec
@@ -68,6 +68,7 @@ from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyError
 _log = logging.getLogger("wepush.server")
 #: How often expired imports and their staging rows are swept (the deadline is 24 hours after creation).
 IMPORT_RETENTION_INTERVAL: Final = timedelta(minutes=10)
+ARTIFACT_RETENTION_INTERVAL: Final = timedelta(hours=1)
 
 
 def _version() -> str:
@@ -177,6 +178,7 @@ class ServiceRuntime:
     artifact_store: ArtifactStore | None = None
     embedded_agent: EmbeddedAgent | None = None
     import_retention: asyncio.Task[None] | None = None
+    artifact_retention: asyncio.Task[None] | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
 
     def _checks(self) -> None:
@@ -283,6 +285,12 @@ class ServiceRuntime:
             ImportRetention(self.uow, utc_now).run_every(IMPORT_RETENTION_INTERVAL),
             name="import-retention",
         )
+        # Expired artifacts and uploads whose writer died: the Service's own duty, so an instance without
+        # an embedded agent (or one whose agent failed) still keeps the store clean.
+        self.artifact_retention = asyncio.create_task(
+            ArtifactRetention(self.uow, self.artifact_store, utc_now).run_every(ARTIFACT_RETENTION_INTERVAL),
+            name="artifact-retention",
+        )
         if config.agent.embedded_enabled:
             self.embedded_agent = self._embedded_agent(workspace.id, store)
             await self.embedded_agent.start()
@@ -331,11 +339,12 @@ class ServiceRuntime:
 
     async def stop(self) -> None:
         self.services.started = None
-        if self.import_retention is not None:
-            self.import_retention.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.import_retention
-            self.import_retention = None
+        for sweep in (self.import_retention, self.artifact_retention):
+            if sweep is not None:
+                sweep.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweep
+        self.import_retention = self.artifact_retention = None
         if self.embedded_agent is not None:
             # Runs get their grace period to finish, then are cancelled and settled, before the database goes.
             await self.embedded_agent.shutdown()

@@ -8,6 +8,7 @@ pass can be repeated any number of times.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +67,17 @@ class ArtifactRetention:
                 batches.append(claimed)
         abandoned = await self._store.reclaim_abandoned(self._abandoned_age)
         return RetentionReport(deleted, missing, failed, abandoned)
+
+    async def run_every(self, interval: timedelta) -> None:
+        """Sweep now and then every ``interval`` until cancelled; a failed pass is retried next time."""
+        while True:
+            try:
+                report = await self.sweep()
+                if report.deleted or report.missing or report.failed or report.abandoned_uploads:
+                    _log.info("artifact retention: %s", report)
+            except Exception:
+                _log.exception("artifact retention pass failed; retrying on the next interval")
+            await asyncio.sleep(interval.total_seconds())
 
     async def _delete(self, artifact: Artifact) -> str:
         try:

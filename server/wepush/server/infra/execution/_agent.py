@@ -7,8 +7,9 @@ It is a supervisor with one task per loop:
   ``max_runs`` execute, woken by the availability hint or its scan interval;
 * **command poller** — delivers stored operator commands to the runs it executes;
 * **lease renewer** — extends the leases of its runs and reports the agent's heartbeat;
-* **lease reaper** — expires overdue leases and recovers runs no active lease covers any more;
-* **retention** — deletes expired artifacts.
+* **lease reaper** — expires overdue leases and recovers runs no active lease covers any more.
+
+(Artifact retention is the Service's, not the agent's: every instance sweeps, with or without an agent.)
 
 The loops run under ``asyncio.wait(FIRST_EXCEPTION)``: a loop that fails shuts the agent down (recorded in
 :attr:`EmbeddedAgent.failure`). ``shutdown`` is idempotent and ordered: stop claiming, let running runs
@@ -32,7 +33,6 @@ from wepush.agent.engine import (
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.server.application.execution import (
     EXECUTING_STATES,
-    ArtifactRetention,
     ArtifactStore,
     ExecutionContext,
     HintListener,
@@ -109,7 +109,6 @@ class EmbeddedAgent:
             notifier=notifier,
             batch_size=s.settle_batch_size,
         )
-        self._retention = ArtifactRetention(uow, artifact_store, clock)
         self._agent: Agent | None = None
         self._executions: dict[str, RunExecution] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -153,7 +152,6 @@ class EmbeddedAgent:
             asyncio.create_task(self._command_loop(), name="embedded-agent:command-poller"),
             asyncio.create_task(self._renew_loop(), name="embedded-agent:lease-renewer"),
             asyncio.create_task(self._reaper_loop(), name="embedded-agent:lease-reaper"),
-            asyncio.create_task(self._retention_loop(), name="embedded-agent:retention"),
         ]
         self._supervisor = asyncio.create_task(self._supervise(), name="embedded-agent:supervisor")
 
@@ -381,16 +379,6 @@ class EmbeddedAgent:
                 await self._recover_orphans(tuple(EXECUTING_STATES), EXPIRED_CAUSE)
             except Exception:
                 _log.exception("lease reaper pass failed; retrying on the next interval")
-
-    async def _retention_loop(self) -> None:
-        while True:
-            try:
-                report = await self._retention.sweep()
-                if report.deleted or report.missing or report.failed:
-                    _log.info("artifact retention: %s", report)
-            except Exception:
-                _log.exception("artifact retention pass failed; retrying on the next interval")
-            await asyncio.sleep(self._settings.retention_interval.total_seconds())
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:

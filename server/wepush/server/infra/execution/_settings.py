@@ -29,7 +29,6 @@ class EmbeddedAgentSettings:
     lease_ttl: timedelta = timedelta(seconds=30)
     scan_interval: timedelta = timedelta(seconds=5)
     command_poll_interval: timedelta = timedelta(seconds=1)
-    retention_interval: timedelta = timedelta(hours=1)
     shutdown_grace: timedelta = timedelta(seconds=10)
     cancel_settle_timeout: timedelta = timedelta(seconds=30)
     """After the grace period the runs are cancelled; this bounds the wait for them to flush and finish."""
