@@ -10,7 +10,7 @@ from typing import Final
 
 from wepush.server.domain import ArtifactOwnerType
 
-__all__ = ["artifact_key", "checked_key"]
+__all__ = ["GeneratedKeys", "artifact_key", "checked_key"]
 
 _OWNER_DIRS: Final = {
     ArtifactOwnerType.RUN: "runs",
@@ -25,7 +25,7 @@ _KEY: Final = re.compile(
 
 
 def artifact_key(owner_type: ArtifactOwnerType, owner_id: str, artifact_id: str, extension: str) -> str:
-    # The workspace is not part of a key: ids are globally unique and the row keeps the workspace.
+    # Ids are globally unique and the artifact's row keeps its workspace.
     if not _ID.match(owner_id) or not _ID.match(artifact_id) or not _EXTENSION.match(extension):
         raise ValueError("artifact keys are built from opaque ids and a short lower-case extension")
     return f"{_OWNER_DIRS[owner_type]}/{owner_id}/{artifact_id}.{extension}"
@@ -35,3 +35,18 @@ def checked_key(key: str) -> str:
     if not _KEY.match(key):
         raise ValueError("not a key this store generated")
     return key
+
+
+class GeneratedKeys:
+    """``new_key`` of the ArtifactStore port, the same for every store (the workspace is not part of it)."""
+
+    def new_key(
+        self,
+        *,
+        workspace_id: str,
+        owner_type: ArtifactOwnerType,
+        owner_id: str,
+        artifact_id: str,
+        extension: str,
+    ) -> str:
+        return artifact_key(owner_type, owner_id, artifact_id, extension)

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from wepush.server.application.execution import ArtifactObjectMissing, ArtifactUpload, StoredObject
-from wepush.server.domain import ArtifactOwnerType
 
-from ._keys import artifact_key, checked_key
+from ._keys import GeneratedKeys, checked_key
 from ._upload import HashingUpload, own
 
 __all__ = ["LocalArtifactStore"]
@@ -49,7 +48,7 @@ class _LocalUpload(HashingUpload):
             await asyncio.to_thread(self.handle.write, self.take_buffer())
 
 
-class LocalArtifactStore:
+class LocalArtifactStore(GeneratedKeys):
     """The :class:`~wepush.server.application.execution.ArtifactStore` on the local file system."""
 
     def __init__(self, root: Path | str, *, clock: Callable[[], float] = time.time) -> None:
@@ -64,17 +63,6 @@ class LocalArtifactStore:
     @property
     def root(self) -> Path:
         return self._root
-
-    def new_key(
-        self,
-        *,
-        workspace_id: str,
-        owner_type: ArtifactOwnerType,
-        owner_id: str,
-        artifact_id: str,
-        extension: str,
-    ) -> str:
-        return artifact_key(owner_type, owner_id, artifact_id, extension)
 
     def _path(self, key: str) -> Path:
         path = (self._root / checked_key(key)).resolve()

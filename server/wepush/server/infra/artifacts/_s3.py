@@ -22,9 +22,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from wepush.server.application.execution import ArtifactObjectMissing, ArtifactUpload, StoredObject
 from wepush.server.config import S3Settings
-from wepush.server.domain import ArtifactOwnerType
 
-from ._keys import artifact_key, checked_key
+from ._keys import GeneratedKeys, checked_key
 from ._upload import HashingUpload, own
 
 __all__ = ["ArtifactStoreUnavailable", "S3ArtifactStore"]
@@ -81,7 +80,7 @@ class _S3Upload(HashingUpload):
         self.parts.append({"PartNumber": number, "ETag": sent["ETag"]})
 
 
-class S3ArtifactStore:
+class S3ArtifactStore(GeneratedKeys):
     """The :class:`~wepush.server.application.execution.ArtifactStore` on an S3-compatible bucket."""
 
     def __init__(
@@ -135,17 +134,6 @@ class S3ArtifactStore:
             raise ArtifactStoreUnavailable(
                 f"the artifact bucket {self._bucket!r} cannot be reached: {exc.__class__.__name__}"
             ) from None
-
-    def new_key(
-        self,
-        *,
-        workspace_id: str,
-        owner_type: ArtifactOwnerType,
-        owner_id: str,
-        artifact_id: str,
-        extension: str,
-    ) -> str:
-        return artifact_key(owner_type, owner_id, artifact_id, extension)
 
     async def begin_upload(self, key: str) -> ArtifactUpload:
         return _S3Upload(checked_key(key), self._client, self._bucket, self._part_bytes, self._open)
