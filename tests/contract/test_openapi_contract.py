@@ -212,7 +212,8 @@ _LONG_HEX = re.compile(r"[0-9a-fA-F]{21,}")
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9+/=_\-]{21,}")
 _KNOWN_SECRET_MARKERS = ("-----BEGIN", "AKIA", "sk_live_", "xoxb-", "ghp_")
 _URL = re.compile(r"https?://([^/\s\"'<>:]+)")
-_PLACEHOLDER_HOSTS = ("example.com", "example.org", "example.net")
+# RFC 2606 names: the .example top-level domain and the example second-level domains.
+_PLACEHOLDER_HOSTS = (".example", "example.com", "example.org", "example.net")
 
 
 # ------------------------------------------------------------------------------------------ loading

@@ -49,7 +49,7 @@ def reply(status: int = 200, body: Any = None, *, headers: Mapping[str, str] | N
 
 def problem(status: int, code: str, *, headers: Mapping[str, str] | None = None, **extra: Any) -> Action:
     document = {
-        "type": f"https://wepush.example.com/errors/{code.lower()}",
+        "type": f"https://wepush.example/errors/{code.lower().replace('_', '-')}",
         "title": code.replace("_", " ").capitalize(),
         "status": status,
         "code": code,

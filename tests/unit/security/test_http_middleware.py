@@ -266,7 +266,7 @@ def test_problem_body_shape_is_stable() -> None:
     )
 
     assert json.loads(json.dumps(body)) == {
-        "type": "https://wepush.dev/problems/payload-too-large",
+        "type": "https://wepush.example/errors/payload-too-large",
         "title": "Payload too large",
         "status": 413,
         "code": "PAYLOAD_TOO_LARGE",

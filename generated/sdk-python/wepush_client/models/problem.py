@@ -32,7 +32,7 @@ class Problem(BaseModel):
     """
     Error body of every non-2xx response (media type application/problem+json). `code` is stable and machine-readable; `title` and `detail` are for humans and never contain secrets.
     """ # noqa: E501
-    type: Annotated[str, Field(strict=True, max_length=512)] = Field(description="URI reference identifying the problem type.", json_schema_extra={"examples": ["https://wepush.example.com/errors/run-state-conflict"]})
+    type: Annotated[str, Field(strict=True, max_length=512)] = Field(description="URI reference identifying the problem type.", json_schema_extra={"examples": ["https://wepush.example/errors/run-state-conflict"]})
     title: Annotated[str, Field(strict=True, max_length=256)] = Field(json_schema_extra={"examples": ["Run state conflict"]})
     status: Annotated[int, Field(le=599, strict=True, ge=400)] = Field(json_schema_extra={"examples": [409]})
     code: ProblemCode

@@ -17,8 +17,9 @@ from connexion.exceptions import ProblemException
 from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
 
-PROBLEM_MEDIA_TYPE = "application/problem+json"
-_TYPE_BASE = "https://wepush.dev/problems/"
+from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_type
+
+PROBLEM_MEDIA_TYPE = PROBLEM_CONTENT_TYPE
 _log = logging.getLogger("wepush.server.api")
 
 #: The title and status of each stable code.
@@ -75,7 +76,7 @@ def problem_body(
 ) -> dict[str, Any]:
     default_status, title = CODES.get(code, (500, "Error"))
     body: dict[str, Any] = {
-        "type": _TYPE_BASE + code.lower().replace("_", "-"),
+        "type": problem_type(code),
         "title": title,
         "status": status or default_status,
         "code": code,

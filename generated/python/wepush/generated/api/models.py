@@ -2115,7 +2115,7 @@ class Problem(BaseModel):
     type: str = Field(
         ...,
         description="URI reference identifying the problem type.",
-        examples=["https://wepush.example.com/errors/run-state-conflict"],
+        examples=["https://wepush.example/errors/run-state-conflict"],
         max_length=512,
     )
     title: str = Field(..., examples=["Run state conflict"], max_length=256)

@@ -10,10 +10,17 @@ from starlette.types import Scope, Send
 
 from wepush.server.infra.logging import current_trace_id
 
-__all__ = ["PROBLEM_CONTENT_TYPE", "problem_body", "send_problem", "trace_id_for"]
+__all__ = ["PROBLEM_CONTENT_TYPE", "problem_body", "problem_type", "send_problem", "trace_id_for"]
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
-_PROBLEM_TYPE_BASE = "https://wepush.dev/problems/"
+# The design's problem type base. ".example" is reserved (RFC 2606), so a type URI never names someone
+# else's site; clients match on the stable ``code``.
+_PROBLEM_TYPE_BASE = "https://wepush.example/errors/"
+
+
+def problem_type(code: str) -> str:
+    """The problem ``type`` URI of a stable code (``VERSION_CONFLICT`` → ``…/problems/version-conflict``)."""
+    return _PROBLEM_TYPE_BASE + code.lower().replace("_", "-")
 
 
 def trace_id_for(scope: Scope) -> str:
@@ -28,7 +35,7 @@ def trace_id_for(scope: Scope) -> str:
 
 def problem_body(*, status: int, code: str, title: str, detail: str, trace_id: str) -> dict[str, object]:
     return {
-        "type": _PROBLEM_TYPE_BASE + code.lower().replace("_", "-"),
+        "type": problem_type(code),
         "title": title,
         "status": status,
         "code": code,
