@@ -259,6 +259,20 @@ async def test_a_gb18030_file_from_a_chinese_spreadsheet_is_stored_as_unicode(tm
         ]
 
 
+async def test_a_spreadsheet_csv_with_a_byte_order_mark_imports_under_the_default_encoding(
+    tmp_path: Path,
+) -> None:
+    # "CSV UTF-8" as spreadsheet programs save it: a byte-order mark before the header.
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], fieldMapping={"mobile": "mobile"})
+        content = "\ufeffmobile,name\r\n13800000001,张三\r\n".encode()
+        staged = expect(await upload(app, ws, audience["id"], started["id"], content), 200)
+        assert staged["state"] == "STAGED"
+        assert staged["counts"]["acceptedRows"] == 1
+
+
 async def test_a_file_that_does_not_fit_the_mapping_fails_the_import(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

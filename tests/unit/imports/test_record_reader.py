@@ -62,10 +62,21 @@ def test_nul_characters_are_flagged_because_no_database_stores_them() -> None:
     assert record.problem == "INVALID_CHARACTER"
 
 
-def test_utf8_sig_strips_the_byte_order_mark_and_utf8_keeps_it() -> None:
-    data = b"\xef\xbb\xbfmobile\n1\n"
-    assert read(data, chunk=2, encoding="utf-8-sig")[0].values == ["mobile"]
-    assert read(data, chunk=2, encoding="utf-8")[0].values == ["\ufeffmobile"]
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "gb18030"])
+@pytest.mark.parametrize("chunk", [1, 2, 3, 100])
+def test_a_leading_byte_order_mark_is_dropped_whatever_the_encoding(encoding: str, chunk: int) -> None:
+    # What spreadsheet programs write before a "CSV UTF-8" file; kept, it would rename the first column.
+    text = "mobile,name\n1,\ufeffx\n"
+    # utf-8-sig writes the mark itself; the other codecs encode U+FEFF as their own signature bytes.
+    data = text.encode(encoding) if encoding == "utf-8-sig" else ("\ufeff" + text).encode(encoding)
+    records = read(data, chunk=chunk, encoding=encoding)
+    assert [r.values for r in records] == [["mobile", "name"], ["1", "\ufeffx"]]
+
+
+def test_only_the_first_byte_order_mark_is_a_signature() -> None:
+    data = b"\xef\xbb\xbf\xef\xbb\xbfmobile\n"
+    assert read(data, chunk=1, encoding="utf-8")[0].values == ["\ufeffmobile"]
+    assert read(data, chunk=1, encoding="utf-8-sig")[0].values == ["\ufeffmobile"]
 
 
 GB18030_SAMPLE = '手机,姓名,城市\r\n13800000001,张三,北京\r\n13800000002,"李四，\n第二行",上海\r\n'.encode(

@@ -101,6 +101,35 @@ def test_a_header_missing_a_mapped_column_fails_the_import() -> None:
         rows.header(record(1, "Mobile", "Name"))
 
 
+def test_the_failure_names_the_columns_the_header_does_have() -> None:
+    rows = RowBuilder(ImportSettings(format=ImportFormat.CSV, field_mapping={"Phone": "mobile"}), LIMITS)
+    with pytest.raises(HeaderRejected) as failed:
+        rows.header(record(1, "Mobile", "Name"))
+    assert str(failed.value) == (
+        "the mapped column 'Phone' is not in the header; it has 2 columns: 'Mobile', 'Name'"
+    )
+
+
+@pytest.mark.parametrize(("header", "found"), [("mobile;name", "';'"), ("mobile\tname", "'\\t'")])
+def test_a_header_split_on_the_wrong_delimiter_says_which_one_the_file_seems_to_use(
+    header: str, found: str
+) -> None:
+    rows = RowBuilder(ImportSettings(format=ImportFormat.CSV, field_mapping={"mobile": "mobile"}), LIMITS)
+    with pytest.raises(HeaderRejected) as failed:
+        rows.header(record(1, header))
+    assert f"(the file looks {found}-separated; this import splits on ',')" in str(failed.value)
+
+
+def test_a_wide_header_is_summarised_in_the_failure() -> None:
+    limits = ImportLimits(max_bytes=1 << 30, max_rows=1000, max_columns=100, max_field_length=10)
+    rows = RowBuilder(ImportSettings(format=ImportFormat.CSV, field_mapping={"Phone": "mobile"}), limits)
+    with pytest.raises(HeaderRejected) as failed:
+        rows.header(record(1, *(f"c{i}" for i in range(20))))
+    assert str(failed.value).endswith(
+        "it has 20 columns: 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7' and 12 more"
+    )
+
+
 def test_a_mapped_column_repeated_in_the_header_fails_the_import() -> None:
     rows = RowBuilder(ImportSettings(format=ImportFormat.CSV, field_mapping={"Mobile": "mobile"}), LIMITS)
     with pytest.raises(HeaderRejected, match="more than once"):

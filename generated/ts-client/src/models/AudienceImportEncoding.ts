@@ -14,7 +14,7 @@
 
 
 /**
- * Text encoding of the uploaded content; utf-8-sig strips a leading BOM; gb18030 also reads GBK and GB2312 files (what spreadsheet programs on Chinese systems save as CSV). Recipients are stored as Unicode either way; a byte the encoding cannot decode rejects only the row it is on (INVALID_ENCODING).
+ * Text encoding of the uploaded content. A leading byte-order mark is dropped with every encoding (utf-8-sig is the same as utf-8); gb18030 also reads GBK and GB2312 files (what spreadsheet programs on Chinese systems save as CSV). Recipients are stored as Unicode either way; a byte the encoding cannot decode rejects only the row it is on (INVALID_ENCODING).
  * @export
  */
 export const AudienceImportEncoding = {

@@ -124,6 +124,10 @@ class RecordReader:
         self._delimiter = delimiter
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogateescape")
         self._max = max_record_chars
+        # A byte-order mark is an encoding signature, never data: spreadsheet programs write one before
+        # UTF-8 (and GB18030) CSV files, and kept it would rename the first header column. The utf-8-sig
+        # codec removes its own.
+        self._at_start = codecs.lookup(encoding).name != "utf-8-sig"
         self._partial = ""
         self._carry: list[str] = []
         self._carry_chars = 0
@@ -155,7 +159,7 @@ class RecordReader:
     def _feed(self, chunk: bytes, *, plain: bool) -> ReadBlock:
         if self._finished:
             raise RuntimeError("the reader is finished")
-        text = self._partial + self._decoder.decode(chunk)
+        text = self._partial + self._without_bom(self._decoder.decode(chunk))
         cut = text.rfind("\n") + 1
         self._partial = text[cut:]
         if len(self._partial) > self._max:
@@ -168,11 +172,17 @@ class RecordReader:
         if self._finished:
             return []
         self._finished = True
-        text = self._partial + self._decoder.decode(b"", final=True)
+        text = self._partial + self._without_bom(self._decoder.decode(b"", final=True))
         self._partial = ""
         if text and not text.endswith("\n"):
             text += "\n"
         return self._records(text, final=True, plain=plain)
+
+    def _without_bom(self, text: str) -> str:
+        if not self._at_start or not text:
+            return text
+        self._at_start = False
+        return text[1:] if text.startswith("\ufeff") else text
 
     def _records(self, complete: str, *, final: bool, plain: bool) -> ReadBlock:
         suspicious, json_verbatim = _scan(complete, self._json_as_is)

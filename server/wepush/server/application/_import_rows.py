@@ -31,6 +31,8 @@ __all__ = ["MAX_ITEM_KEY_CHARS", "MAX_RAW_CHARS", "RowBuilder", "RowCode", "stor
 MAX_ITEM_KEY_CHARS: Final = 256
 MAX_RAW_CHARS: Final = 4096
 _MAX_NAME_CHARS: Final = 64
+_SHOWN_COLUMNS: Final = 8
+_USUAL_DELIMITERS: Final = (",", ";", "\t", "|")
 _ACCEPTED: Final = StagedRowStatus.ACCEPTED
 
 
@@ -61,6 +63,19 @@ def storable(text: str) -> str:
 
 def _short(name: str) -> str:
     return name if len(name) <= _MAX_NAME_CHARS else name[: _MAX_NAME_CHARS - 1] + "…"
+
+
+def _header_found(columns: Sequence[str], delimiter: str) -> str:
+    """What the header does hold, so the user can fix the mapping or the delimiter without opening the
+    file: a few column names, and the delimiter the single column seems to contain."""
+    shown = ", ".join(repr(_short(name)) for name in columns[:_SHOWN_COLUMNS])
+    more = f" and {len(columns) - _SHOWN_COLUMNS} more" if len(columns) > _SHOWN_COLUMNS else ""
+    found = f"it has {len(columns)} column{'s' if len(columns) != 1 else ''}: {shown}{more}"
+    if len(columns) == 1:
+        other = next((d for d in _USUAL_DELIMITERS if d != delimiter and d in columns[0]), None)
+        if other is not None:
+            found += f" (the file looks {other!r}-separated; this import splits on {delimiter!r})"
+    return found
 
 
 class RowBuilder:
@@ -113,10 +128,14 @@ class RowBuilder:
                     f"the mapped column {_short(column)!r} appears more than once in the header"
                 )
             if column not in positions:
-                where = (
-                    "in the header" if self._settings.has_header else f"in a file of {len(columns)} columns"
+                if self._settings.has_header:
+                    raise HeaderRejected(
+                        f"the mapped column {_short(column)!r} is not in the header; "
+                        + _header_found(columns, self._settings.delimiter)
+                    )
+                raise HeaderRejected(
+                    f"the mapped column {_short(column)!r} is not in a file of {len(columns)} columns"
                 )
-                raise HeaderRejected(f"the mapped column {_short(column)!r} is not {where}")
             picks.append((positions[column], field_name))
         picks.sort()
         self._columns = columns
