@@ -273,6 +273,26 @@ async def test_a_spreadsheet_csv_with_a_byte_order_mark_imports_under_the_defaul
         assert staged["counts"]["acceptedRows"] == 1
 
 
+@pytest.mark.parametrize("content", [b"mobile,name\n", b"mobile,name\n,a\n1,b,c\n"])
+async def test_an_import_without_accepted_rows_cannot_replace_the_audience(
+    tmp_path: Path, content: bytes
+) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        staged = expect(await upload(app, ws, audience["id"], started["id"], content), 200)
+        assert (staged["state"], staged["counts"]["acceptedRows"]) == ("STAGED", 0)
+        refused = await commit(app, ws, audience["id"], started["id"], audience["version"])
+        problem = refused.json()
+        assert (refused.status_code, problem["code"]) == (409, "IMPORT_STATE_CONFLICT")
+        assert "no accepted rows" in problem["detail"]
+        unchanged = expect(
+            await app.client.get(ws_url(ws, "audiences", audience["id"]), headers=app.admin()), 200
+        )
+        assert (unchanged["version"], unchanged["latestSnapshotId"]) == (audience["version"], None)
+
+
 async def test_a_file_that_does_not_fit_the_mapping_fails_the_import(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

@@ -71,7 +71,7 @@ class AudiencesApi:
     ) -> AudienceSnapshot:
         """Commit a staged import as a new immutable snapshot
 
-        The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED (409 IMPORT_STATE_CONFLICT).
+        The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED with at least one accepted row (409 IMPORT_STATE_CONFLICT otherwise: an import whose every row was rejected never replaces the audience's recipients with an empty snapshot).
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -161,7 +161,7 @@ class AudiencesApi:
     ) -> ApiResponse[AudienceSnapshot]:
         """Commit a staged import as a new immutable snapshot
 
-        The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED (409 IMPORT_STATE_CONFLICT).
+        The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED with at least one accepted row (409 IMPORT_STATE_CONFLICT otherwise: an import whose every row was rejected never replaces the audience's recipients with an empty snapshot).
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -251,7 +251,7 @@ class AudiencesApi:
     ) -> RESTResponseType:
         """Commit a staged import as a new immutable snapshot
 
-        The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED (409 IMPORT_STATE_CONFLICT).
+        The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED with at least one accepted row (409 IMPORT_STATE_CONFLICT otherwise: an import whose every row was rejected never replaces the audience's recipients with an empty snapshot).
 
         :param workspace_id: (required)
         :type workspace_id: str

@@ -371,7 +371,7 @@ export class AudiencesApi extends runtime.BaseAPI {
     }
 
     /**
-     * The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED (409 IMPORT_STATE_CONFLICT).
+     * The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED with at least one accepted row (409 IMPORT_STATE_CONFLICT otherwise: an import whose every row was rejected never replaces the audience\'s recipients with an empty snapshot).
      * Commit a staged import as a new immutable snapshot
      */
     async commitAudienceImportRaw(requestParameters: CommitAudienceImportRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<AudienceSnapshot>> {
@@ -382,7 +382,7 @@ export class AudiencesApi extends runtime.BaseAPI {
     }
 
     /**
-     * The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED (409 IMPORT_STATE_CONFLICT).
+     * The audience version is re-checked (409 VERSION_CONFLICT); the import must be STAGED with at least one accepted row (409 IMPORT_STATE_CONFLICT otherwise: an import whose every row was rejected never replaces the audience\'s recipients with an empty snapshot).
      * Commit a staged import as a new immutable snapshot
      */
     async commitAudienceImport(requestParameters: CommitAudienceImportRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<AudienceSnapshot> {

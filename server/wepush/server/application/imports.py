@@ -368,6 +368,16 @@ class ImportService:
                 current = _effective(found, now)
                 if current.state is not ImportState.STAGED:
                     raise ImportStateConflict(import_id, current.state.value, "commit")
+                if current.counts.accepted_rows == 0:
+                    # Committing would make an empty snapshot the audience's latest: a wrong file, or one
+                    # every row of which was rejected, would silently leave the next Run with no one.
+                    raise ImportStateConflict(
+                        import_id,
+                        current.state.value,
+                        "commit",
+                        why=f"audience import {import_id} has no accepted rows, so there is nothing to "
+                        f"commit ({_counts_summary(current.counts)}; its errors say why)",
+                    )
                 audience = await uow.audiences.get(workspace_id, audience_id)
                 if audience.version != audience_version:
                     raise VersionConflict("audience", audience_id, audience_version)

@@ -108,8 +108,8 @@ class IdempotencyConflict(DomainError):
 class ImportStateConflict(DomainError):
     code: ClassVar[str] = "IMPORT_STATE_CONFLICT"
 
-    def __init__(self, import_id: str, current_state: str, attempted: str) -> None:
-        super().__init__(f"audience import {import_id} cannot {attempted} from {current_state}")
+    def __init__(self, import_id: str, current_state: str, attempted: str, *, why: str | None = None) -> None:
+        super().__init__(why or f"audience import {import_id} cannot {attempted} from {current_state}")
         self.import_id = import_id
         self.current_state = current_state
         self.attempted = attempted
