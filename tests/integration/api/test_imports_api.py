@@ -337,6 +337,14 @@ async def test_import_settings_are_validated_before_any_content(tmp_path: Path) 
         )
         assert (response.status_code, response.json()["code"]) == (400, "VALIDATION_FAILED")
         assert [e["field"] for e in response.json()["errors"]] == ["/itemIdField"]
+        # A field no template could name ({{first name}}) is refused where it is mapped.
+        response = await app.client.post(
+            import_url(ws, audience["id"]),
+            headers=app.admin(),
+            json={"format": "CSV", "fieldMapping": {"First Name": "first name"}},
+        )
+        assert (response.status_code, response.json()["code"]) == (400, "VALIDATION_FAILED")
+        assert "fieldMapping" in response.json()["errors"][0]["field"]
 
 
 async def test_an_upload_logs_no_warnings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -20,6 +20,12 @@ def problems(**settings: Any) -> set[tuple[str, str]]:
     return {(issue.field, issue.code) for issue in ImportSettings(**options).issues(LIMITS)}
 
 
+@pytest.mark.parametrize("name", ["mobile", "_id", "first-name", "Name_2", "x" * 128])
+def test_recipient_fields_may_have_any_name_a_template_can_use(name: str) -> None:
+    # Any source column name, but the field must be reachable as {{name}} in a message template.
+    assert problems(field_mapping={"手机 号码": name}) == set()
+
+
 def test_consistent_settings_have_no_problems_and_round_trip_through_options() -> None:
     settings = ImportSettings(
         format=ImportFormat.CSV,
@@ -41,6 +47,10 @@ def test_consistent_settings_have_no_problems_and_round_trip_through_options() -
         ({"has_header": False}, ("/fieldMapping/Mobile", "NOT_A_POSITION")),
         ({"delimiter": '"'}, ("/delimiter", "INVALID_DELIMITER")),
         ({"encoding": "latin-1"}, ("/encoding", "NOT_ALLOWED")),
+        ({"field_mapping": {"手机": "手机"}}, ("/fieldMapping/手机", "INVALID_FIELD_NAME")),
+        ({"field_mapping": {"Mobile": "first name"}}, ("/fieldMapping/Mobile", "INVALID_FIELD_NAME")),
+        ({"field_mapping": {"Mobile": "1st"}}, ("/fieldMapping/Mobile", "INVALID_FIELD_NAME")),
+        ({"field_mapping": {"Mobile": "x" * 129}}, ("/fieldMapping/Mobile", "INVALID_FIELD_NAME")),
         ({"field_mapping": {"a": "a", "b": "b", "c": "c", "d": "d"}}, ("/fieldMapping", "TOO_MANY_FIELDS")),
         (
             {"format": ImportFormat.TXT, "field_mapping": {"a": "a", "b": "b"}},

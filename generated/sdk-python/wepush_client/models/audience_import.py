@@ -18,7 +18,7 @@ import re  # noqa: F401
 import json
 
 from datetime import datetime
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from typing import Any, ClassVar, Dict, List, Optional
 from typing_extensions import Annotated
 from wepush_client.models.audience_import_counts import AudienceImportCounts
@@ -41,7 +41,7 @@ class AudienceImport(BaseModel):
     delimiter: Annotated[str, Field(min_length=1, strict=True, max_length=1)]
     encoding: AudienceImportEncoding
     field_mapping: Dict[str, Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(alias="fieldMapping")
-    item_id_field: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(default=None, description="Recipient field name (case-sensitive).", alias="itemIdField", json_schema_extra={"examples": ["mobile"]})
+    item_id_field: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(default=None, description="Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.", alias="itemIdField", json_schema_extra={"examples": ["mobile"]})
     dedupe_keys: List[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(alias="dedupeKeys")
     counts: AudienceImportCounts
     failure_reason: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Why the import FAILED; null otherwise.", alias="failureReason")
@@ -50,6 +50,16 @@ class AudienceImport(BaseModel):
     updated_at: datetime = Field(alias="updatedAt")
     expires_at: datetime = Field(description="Uncommitted staging data is discarded after this instant (state EXPIRED).", alias="expiresAt")
     __properties: ClassVar[List[str]] = ["id", "audienceId", "state", "format", "hasHeader", "delimiter", "encoding", "fieldMapping", "itemIdField", "dedupeKeys", "counts", "failureReason", "snapshotId", "createdAt", "updatedAt", "expiresAt"]
+
+    @field_validator('item_id_field', mode="before")
+    def item_id_field_validate_regular_expression(cls, value):
+        """Validates the regular expression"""
+        if value is None:
+            return value
+
+        if isinstance(value, str) and not re.match(r"^[A-Za-z_][A-Za-z0-9_-]*$", value):
+            raise ValueError(r"must validate the regular expression /^[A-Za-z_][A-Za-z0-9_-]*$/")
+        return value
 
     model_config = ConfigDict(
         validate_by_name=True,

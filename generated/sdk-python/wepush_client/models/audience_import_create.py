@@ -17,7 +17,7 @@ import pprint
 import re  # noqa: F401
 import json
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from typing import Any, ClassVar, Dict, List, Optional
 from typing_extensions import Annotated
 from wepush_client.models.audience_import_encoding import AudienceImportEncoding
@@ -35,9 +35,19 @@ class AudienceImportCreate(BaseModel):
     delimiter: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=1)]] = Field(default=',', description="CSV field delimiter; ignored for TXT.")
     encoding: Optional[AudienceImportEncoding] = None
     field_mapping: Dict[str, Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(description="Source column → recipient field name.", alias="fieldMapping", json_schema_extra={"examples": [{"Mobile": "mobile", "Name": "name"}]})
-    item_id_field: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(default=None, description="Recipient field name (case-sensitive).", alias="itemIdField", json_schema_extra={"examples": ["mobile"]})
+    item_id_field: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(default=None, description="Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.", alias="itemIdField", json_schema_extra={"examples": ["mobile"]})
     dedupe_keys: Optional[Annotated[List[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(max_length=16)]] = Field(default=None, description="Recipient fields whose combined value identifies duplicates; the first row wins.", alias="dedupeKeys", json_schema_extra={"examples": [["mobile"]]})
     __properties: ClassVar[List[str]] = ["format", "hasHeader", "delimiter", "encoding", "fieldMapping", "itemIdField", "dedupeKeys"]
+
+    @field_validator('item_id_field', mode="before")
+    def item_id_field_validate_regular_expression(cls, value):
+        """Validates the regular expression"""
+        if value is None:
+            return value
+
+        if isinstance(value, str) and not re.match(r"^[A-Za-z_][A-Za-z0-9_-]*$", value):
+            raise ValueError(r"must validate the regular expression /^[A-Za-z_][A-Za-z0-9_-]*$/")
+        return value
 
     model_config = ConfigDict(
         validate_by_name=True,

@@ -55,7 +55,7 @@ export interface AudienceImportCreate {
      */
     fieldMapping: { [key: string]: string; };
     /**
-     * Recipient field name (case-sensitive).
+     * Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.
      */
     itemIdField?: string;
     /**

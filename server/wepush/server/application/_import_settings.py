@@ -7,6 +7,7 @@ mapping is a 400 at creation instead of a failed upload later.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -15,10 +16,13 @@ from wepush.server.application._deps import ImportLimits
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.domain import ImportFormat, JsonObject
 
-__all__ = ["ENCODINGS", "SOURCE_COLUMNS_KEY", "ImportSettings", "source_columns"]
+__all__ = ["ENCODINGS", "FIELD_NAME", "SOURCE_COLUMNS_KEY", "ImportSettings", "source_columns"]
 
 #: Codec names as Python spells them; GB18030 is a superset of GBK and GB2312, so one name reads all three.
 ENCODINGS: Final = ("utf-8", "utf-8-sig", "gb18030")
+#: A recipient field name as message templates spell a placeholder (``{{mobile}}``); the contract's
+#: RecipientFieldName pattern.
+FIELD_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
 #: Characters that would make the delimiter indistinguishable from quoting or line structure.
 _BAD_DELIMITERS: Final = frozenset({'"', "\r", "\n"})
 #: Key under which the upload records the file's source columns (the header, or "1".."n").
@@ -78,6 +82,15 @@ class ImportSettings:
                 out.append(FieldIssue(where, "NOT_A_POSITION", "a TXT file without header has only column 1"))
             if not field_name:
                 out.append(FieldIssue(where, "TOO_SHORT", "the recipient field name must not be empty"))
+            elif not FIELD_NAME.fullmatch(field_name):
+                out.append(
+                    FieldIssue(
+                        where,
+                        "INVALID_FIELD_NAME",
+                        "a recipient field name is what templates use ({{name}}): a letter or _, then "
+                        "letters, digits, _ or -, at most 128 characters",
+                    )
+                )
             elif field_name in seen:
                 out.append(
                     FieldIssue(

@@ -761,10 +761,11 @@ class AudiencePage(BaseModel):
 class RecipientFieldName(RootModel[str]):
     root: str = Field(
         ...,
-        description="Recipient field name (case-sensitive).",
+        description="Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.",
         examples=["mobile"],
         max_length=128,
         min_length=1,
+        pattern="^[A-Za-z_][A-Za-z0-9_-]*$",
     )
 
 
@@ -826,10 +827,11 @@ class AudienceImportCreate(BaseModel):
     )
     itemIdField: str | None = Field(
         None,
-        description="Recipient field name (case-sensitive).",
+        description="Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.",
         examples=["mobile"],
         max_length=128,
         min_length=1,
+        pattern="^[A-Za-z_][A-Za-z0-9_-]*$",
     )
     dedupeKeys: list[RecipientFieldName] | None = Field(
         None,
@@ -869,10 +871,11 @@ class AudienceImport(BaseModel):
     fieldMapping: dict[str, RecipientFieldName]
     itemIdField: str | None = Field(
         None,
-        description="Recipient field name (case-sensitive).",
+        description="Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.",
         examples=["mobile"],
         max_length=128,
         min_length=1,
+        pattern="^[A-Za-z_][A-Za-z0-9_-]*$",
     )
     dedupeKeys: list[RecipientFieldName]
     counts: AudienceImportCounts
