@@ -19,7 +19,7 @@ _PROBLEM_TYPE_BASE = "https://wepush.example/errors/"
 
 
 def problem_type(code: str) -> str:
-    """The problem ``type`` URI of a stable code (``VERSION_CONFLICT`` → ``…/problems/version-conflict``)."""
+    """The problem ``type`` URI of a stable code (``VERSION_CONFLICT`` → ``…/errors/version-conflict``)."""
     return _PROBLEM_TYPE_BASE + code.lower().replace("_", "-")
 
 
