@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import re
 from pathlib import Path
@@ -73,6 +74,22 @@ def test_txt_upload_from_a_binary_stream(service: ScriptedService, client: WePus
     assert received.chunked
     assert received.body == b"13800000001\n13800000002\n"
     assert received.headers["Content-Type"] == "text/plain"
+
+
+def test_a_compressed_file_is_sent_as_it_is_with_its_content_encoding(
+    service: ScriptedService, client: WePushClient, tmp_path: Path, audience_csv: Path
+) -> None:
+    service.script("PUT", CONTENT, reply(200, staged_import(20000)))
+    compressed = tmp_path / "audience.csv.gz"
+    compressed.write_bytes(gzip.compress(audience_csv.read_bytes()))
+
+    client.workspace(WS).audiences.upload("aud-1", "imp-1", compressed, content_encoding="gzip")
+
+    (received,) = service.seen("PUT", CONTENT)
+    # aiohttp undoes the coding the header names: the CSV comes back only if gzip bytes travelled.
+    assert received.headers["Content-Encoding"] == "gzip"
+    assert received.body == audience_csv.read_bytes()
+    assert received.headers["Content-Type"] == "text/csv"
 
 
 def test_oversized_upload_is_refused_with_its_code(

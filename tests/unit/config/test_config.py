@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -80,6 +81,17 @@ def test_wrong_type_is_an_error_naming_the_key(tmp_path: Path) -> None:
 def test_progress_interval_outside_the_seed_window_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="progress-interval"):
         load_config(environ={"WEPUSH_EVENTS_PROGRESS_INTERVAL": "PT5S", "WEPUSH_DATA_DIR": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("value", "says"), [("soon", "does not match"), ("P9999999999D", "duration out of range: 'P9999999999D'")]
+)
+def test_a_malformed_or_out_of_range_duration_is_an_error_naming_the_key(
+    tmp_path: Path, value: str, says: str
+) -> None:
+    # Out of range used to escape as an OverflowError with a traceback instead of a ConfigError.
+    with pytest.raises(ConfigError, match="wepush.events.sse-heartbeat: .*" + re.escape(says)):
+        load_config(environ={"WEPUSH_EVENTS_SSE_HEARTBEAT": value, "WEPUSH_DATA_DIR": str(tmp_path)})
 
 
 def test_server_mode_needs_a_database_url(tmp_path: Path) -> None:

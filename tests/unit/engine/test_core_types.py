@@ -152,6 +152,36 @@ def test_retry_backoff_follows_the_seed_formula() -> None:
     assert [policy.backoff(a).total_seconds() for a in (1, 2, 3, 4, 50)] == [1, 2, 4, 5, 5]
 
 
+@pytest.mark.parametrize(
+    ("initial", "maximum", "multiplier", "jitter"),
+    [
+        (timedelta(days=291_248_511), timedelta(days=999_999_999), 2.0, timedelta(0)),
+        (timedelta(seconds=1), timedelta(days=999_999_999), 1e308, timedelta(days=999_999_999)),
+        (timedelta(days=999_999_999), timedelta(0), -1.0, timedelta(0)),
+    ],
+)
+def test_retry_delays_of_any_size_are_bounded_not_an_overflow(
+    initial: timedelta, maximum: timedelta, multiplier: float, jitter: timedelta
+) -> None:
+    # Found by the contract fuzzer: such policies were a 500 instead of a validation error.
+    policy = RetryPolicy(
+        max_attempts=48, initial_delay=initial, max_delay=maximum, multiplier=multiplier, jitter=jitter
+    )
+    assert all(policy.backoff(attempt) <= maximum for attempt in range(1, 48))
+    assert timedelta(0) <= policy.worst_case_total_delay() <= timedelta.max
+    timeouts = TimeoutPolicy(item=timedelta(minutes=2), run=None)
+    paths = {(v.path, v.code) for v in ExecutionPolicies(retry=policy, timeout=timeouts).validate()}
+    assert paths
+
+
+def test_the_worst_case_delay_saturates_instead_of_overflowing() -> None:
+    policy = RetryPolicy(
+        max_attempts=20, initial_delay=timedelta(days=999_999_999), max_delay=timedelta(days=999_999_999)
+    )
+    assert policy.backoff(5) == timedelta(days=999_999_999)
+    assert policy.worst_case_total_delay() == timedelta.max
+
+
 def test_provider_result_failure_redacts_and_caps_the_diagnostic() -> None:
     result = ProviderResult.failure(
         ErrorCategory.AUTHENTICATION,

@@ -235,6 +235,18 @@ def test_policies_map_to_the_engine_including_the_jitter_fraction() -> None:
         ({"retry": {"maxAttempts": 3, "retryOn": ["AUTHENTICATION"]}}, "retry.retryOn"),
         ({"timeout": {"item": "soon"}}, ""),
         ({"concurrency": "fast"}, ""),
+        # Found by the contract fuzzer as 500s: sizes no timedelta holds.
+        ({"retry": {"maxAttempts": 3, "jitter": 2}}, "retry.jitter"),
+        ({"retry": {"maxAttempts": 3, "jitter": 1e308, "initialDelay": "P999999999D"}}, "retry.jitter"),
+        ({"timeout": {"item": "P9999999999D"}}, ""),
+        ({"timeout": {"connect": "PT99999999999999999999S"}}, ""),
+        (
+            {
+                "retry": {"maxAttempts": 20, "initialDelay": "P291248511DT924M", "maxDelay": "P999999999D"},
+                "timeout": {"item": "PT2M"},
+            },
+            "retry",
+        ),
     ],
 )
 def test_inconsistent_policies_are_refused_naming_the_field(doc: dict[str, object], path: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -31,6 +32,11 @@ NEVER_RETRIED: frozenset[ErrorCategory] = frozenset(
     }
 )
 
+#: Backoff grows at most a billionfold over the initial delay (and its logarithm, checked before the power).
+_MAX_FACTOR = 1e9
+_MAX_GROWTH = math.log(_MAX_FACTOR)
+#: Below timedelta.max by a day: its seconds as a float round up past what timedelta accepts.
+_MAX_SECONDS = (timedelta.max - timedelta(days=1)).total_seconds()
 _DEFAULT_RETRY_ON: frozenset[ErrorCategory] = frozenset(
     {
         ErrorCategory.RATE_LIMITED,
@@ -85,15 +91,23 @@ class RetryPolicy:
     def backoff(self, attempt: int) -> timedelta:
         """Delay before the attempt after ``attempt`` (1-based), without jitter."""
         exponent = max(0, attempt - 1)
-        # Clamp before exponentiating so a large attempt count cannot overflow the float.
-        raw = self.initial_delay.total_seconds() * min(self.multiplier**exponent, 1e9)
-        return min(self.max_delay, timedelta(seconds=raw))
+        # Clamped in logarithms, so neither a large multiplier nor a large attempt count overflows the
+        # float, and compared in seconds, so a delay past max_delay need not fit in a timedelta.
+        growth = exponent * math.log(self.multiplier) if self.multiplier > 1 else 0.0
+        factor = self.multiplier**exponent if growth <= _MAX_GROWTH else _MAX_FACTOR
+        raw = self.initial_delay.total_seconds() * factor
+        if raw >= min(self.max_delay.total_seconds(), _MAX_SECONDS):
+            return self.max_delay
+        return timedelta(seconds=raw)
 
     def worst_case_total_delay(self) -> timedelta:
-        total = timedelta(0)
-        for attempt in range(1, self.max_attempts):
-            total += self.backoff(attempt) + self.jitter
-        return total
+        """The sum of every backoff and jitter; ``timedelta.max`` when that exceeds what it can hold."""
+        seconds = sum(
+            self.backoff(attempt).total_seconds() + self.jitter.total_seconds()
+            for attempt in range(1, self.max_attempts)
+        )
+        # Never below zero: a negative delay comes only from a multiplier or delay validation refuses.
+        return timedelta.max if seconds >= _MAX_SECONDS else timedelta(seconds=max(seconds, 0.0))
 
 
 @dataclass(frozen=True, slots=True)

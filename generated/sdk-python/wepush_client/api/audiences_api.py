@@ -4168,6 +4168,7 @@ class AudiencesApi:
         audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         import_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         body: Union[StrictBytes, StrictStr, Tuple[StrictStr, StrictBytes]],
+        content_encoding: Annotated[Optional[Annotated[str, Field(strict=True, max_length=64)]], Field(description="How the file is compressed for the transfer: gzip (also x-gzip; several members one after another read as one file) or deflate (the zlib format), or identity (not compressed, the default). The import's byte, row, column and field limits apply to the file once decompressed. Any other coding, or more than one, is refused with 415 before the import is touched; compressed data that is corrupt or cut short fails the import with the reason.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -4183,7 +4184,7 @@ class AudiencesApi:
     ) -> AudienceImport:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413.
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -4193,6 +4194,8 @@ class AudiencesApi:
         :type import_id: str
         :param body: (required)
         :type body: bytes
+        :param content_encoding: How the file is compressed for the transfer: gzip (also x-gzip; several members one after another read as one file) or deflate (the zlib format), or identity (not compressed, the default). The import's byte, row, column and field limits apply to the file once decompressed. Any other coding, or more than one, is refused with 415 before the import is touched; compressed data that is corrupt or cut short fails the import with the reason.
+        :type content_encoding: str
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -4220,6 +4223,7 @@ class AudiencesApi:
             audience_id=audience_id,
             import_id=import_id,
             body=body,
+            content_encoding=content_encoding,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -4234,6 +4238,7 @@ class AudiencesApi:
             '404': "Problem",
             '409': "Problem",
             '413': "Problem",
+            '415': "Problem",
             '429': "Problem",
             'default': "Problem",
         }
@@ -4255,6 +4260,7 @@ class AudiencesApi:
         audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         import_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         body: Union[StrictBytes, StrictStr, Tuple[StrictStr, StrictBytes]],
+        content_encoding: Annotated[Optional[Annotated[str, Field(strict=True, max_length=64)]], Field(description="How the file is compressed for the transfer: gzip (also x-gzip; several members one after another read as one file) or deflate (the zlib format), or identity (not compressed, the default). The import's byte, row, column and field limits apply to the file once decompressed. Any other coding, or more than one, is refused with 415 before the import is touched; compressed data that is corrupt or cut short fails the import with the reason.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -4270,7 +4276,7 @@ class AudiencesApi:
     ) -> ApiResponse[AudienceImport]:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413.
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -4280,6 +4286,8 @@ class AudiencesApi:
         :type import_id: str
         :param body: (required)
         :type body: bytes
+        :param content_encoding: How the file is compressed for the transfer: gzip (also x-gzip; several members one after another read as one file) or deflate (the zlib format), or identity (not compressed, the default). The import's byte, row, column and field limits apply to the file once decompressed. Any other coding, or more than one, is refused with 415 before the import is touched; compressed data that is corrupt or cut short fails the import with the reason.
+        :type content_encoding: str
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -4307,6 +4315,7 @@ class AudiencesApi:
             audience_id=audience_id,
             import_id=import_id,
             body=body,
+            content_encoding=content_encoding,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -4321,6 +4330,7 @@ class AudiencesApi:
             '404': "Problem",
             '409': "Problem",
             '413': "Problem",
+            '415': "Problem",
             '429': "Problem",
             'default': "Problem",
         }
@@ -4342,6 +4352,7 @@ class AudiencesApi:
         audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         import_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         body: Union[StrictBytes, StrictStr, Tuple[StrictStr, StrictBytes]],
+        content_encoding: Annotated[Optional[Annotated[str, Field(strict=True, max_length=64)]], Field(description="How the file is compressed for the transfer: gzip (also x-gzip; several members one after another read as one file) or deflate (the zlib format), or identity (not compressed, the default). The import's byte, row, column and field limits apply to the file once decompressed. Any other coding, or more than one, is refused with 415 before the import is touched; compressed data that is corrupt or cut short fails the import with the reason.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -4357,7 +4368,7 @@ class AudiencesApi:
     ) -> RESTResponseType:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413.
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -4367,6 +4378,8 @@ class AudiencesApi:
         :type import_id: str
         :param body: (required)
         :type body: bytes
+        :param content_encoding: How the file is compressed for the transfer: gzip (also x-gzip; several members one after another read as one file) or deflate (the zlib format), or identity (not compressed, the default). The import's byte, row, column and field limits apply to the file once decompressed. Any other coding, or more than one, is refused with 415 before the import is touched; compressed data that is corrupt or cut short fails the import with the reason.
+        :type content_encoding: str
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -4394,6 +4407,7 @@ class AudiencesApi:
             audience_id=audience_id,
             import_id=import_id,
             body=body,
+            content_encoding=content_encoding,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -4408,6 +4422,7 @@ class AudiencesApi:
             '404': "Problem",
             '409': "Problem",
             '413': "Problem",
+            '415': "Problem",
             '429': "Problem",
             'default': "Problem",
         }
@@ -4424,6 +4439,7 @@ class AudiencesApi:
         audience_id,
         import_id,
         body,
+        content_encoding,
         _request_auth,
         _content_type,
         _headers,
@@ -4453,6 +4469,8 @@ class AudiencesApi:
             _path_params['importId'] = import_id
         # process the query parameters
         # process the header parameters
+        if content_encoding is not None:
+            _header_params['Content-Encoding'] = content_encoding
         # process the form parameters
         # process the body parameter
         if body is not None:

@@ -298,6 +298,10 @@ export interface UploadAudienceImportContentRequest {
      * 
      */
     body: Blob;
+    /**
+     * How the file is compressed for the transfer: gzip (also x-gzip; several members one after another read as one file) or deflate (the zlib format), or identity (not compressed, the default). The import's byte, row, column and field limits apply to the file once decompressed. Any other coding, or more than one, is refused with 415 before the import is touched; compressed data that is corrupt or cut short fails the import with the reason.
+     */
+    contentEncoding?: string;
 }
 
 /**
@@ -1237,6 +1241,10 @@ export class AudiencesApi extends runtime.BaseAPI {
 
         headerParameters['Content-Type'] = 'text/csv';
 
+        if (requestParameters['contentEncoding'] != null) {
+            headerParameters['Content-Encoding'] = String(requestParameters['contentEncoding']);
+        }
+
         if (this.configuration && this.configuration.accessToken) {
             const token = this.configuration.accessToken;
             const tokenString = await token("ApiToken", []);
@@ -1261,7 +1269,7 @@ export class AudiencesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413.
+     * Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file.
      * Upload the import file and stage its rows
      */
     async uploadAudienceImportContentRaw(requestParameters: UploadAudienceImportContentRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<AudienceImport>> {
@@ -1272,7 +1280,7 @@ export class AudiencesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413.
+     * Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file.
      * Upload the import file and stage its rows
      */
     async uploadAudienceImportContent(requestParameters: UploadAudienceImportContentRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<AudienceImport> {

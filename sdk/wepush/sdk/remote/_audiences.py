@@ -70,12 +70,20 @@ class AudiencesClient(WorkspaceResource):
         return self._api.get_audience_import(self._workspace_id, audience_id, import_id)
 
     def upload(
-        self, audience_id: str, import_id: str, source: BinarySource, *, file_format: str = "CSV"
+        self,
+        audience_id: str,
+        import_id: str,
+        source: BinarySource,
+        *,
+        file_format: str = "CSV",
+        content_encoding: str | None = None,
     ) -> Any:
         """Stream the import file (a path or a binary stream) in chunks; never held whole in memory.
 
         ``file_format`` picks the media type (CSV → text/csv, TXT → text/plain) and should match the import's
-        settings. Returns the ``AudienceImport`` in state STAGED (or FAILED, with counts). Not retried: the
+        settings. ``content_encoding`` says how ``source`` is already compressed (``"gzip"`` for a
+        ``.csv.gz`` file, or ``"deflate"``); the Service decompresses it and applies its limits to the file.
+        Returns the ``AudienceImport`` in state STAGED (or FAILED, with counts). Not retried: the
         body is a one-shot stream; on TransportError, read the import's state before uploading again.
         """
         try:
@@ -87,6 +95,7 @@ class AudiencesClient(WorkspaceResource):
             self._path("audiences", audience_id, "imports", import_id, "content"),
             source,
             content_type=media_type,
+            content_encoding=content_encoding,
         )
         return AudienceImport.from_dict(document)
 

@@ -53,13 +53,23 @@ def _read_chunks(stream: IO[bytes]) -> Iterator[bytes]:
         yield block
 
 
-def upload(session: Session, path: str, source: BinarySource, *, content_type: str) -> Any:
+def upload(
+    session: Session,
+    path: str,
+    source: BinarySource,
+    *,
+    content_type: str,
+    content_encoding: str | None = None,
+) -> Any:
     """PUT ``source`` to ``path`` in chunks; returns the decoded JSON answer."""
     with contextlib.ExitStack() as stack:
         stream: IO[bytes] = (
             stack.enter_context(open(source, "rb")) if isinstance(source, (str, os.PathLike)) else source
         )
-        headers = session.auth_headers(**{"Content-Type": content_type, "Accept": "application/json"})
+        sent = {"Content-Type": content_type, "Accept": "application/json"}
+        if content_encoding is not None:
+            sent["Content-Encoding"] = content_encoding
+        headers = session.auth_headers(**sent)
         try:
             response = session.http.request("PUT", path, content=_read_chunks(stream), headers=headers)
         except httpx.TransportError as exc:

@@ -138,6 +138,7 @@ async def upload_audience_import_content(
         audience_id,
         import_id,
         _body_chunks(),
+        content_encoding=request.headers.get("content-encoding"),
         trace_id=current_trace_id(),
     )
     return json_response(render_import(staged))

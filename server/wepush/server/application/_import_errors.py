@@ -1,4 +1,5 @@
-"""Why an upload stops: the file does not fit the settings (the import FAILS, 200) or it breaks a limit (413)."""
+"""Why an upload stops: the file cannot be read or does not fit the settings (the import FAILS, 200), or it
+breaks a limit (413)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ from typing import ClassVar
 
 from wepush.server.application.errors import ImportLimitExceeded, PayloadTooLarge
 
-__all__ = ["HeaderRejected", "ImportLimitError", "UploadTooLarge"]
+__all__ = ["ContentRejected", "HeaderRejected", "ImportLimitError", "UploadTooLarge"]
 
 
-class HeaderRejected(Exception):
-    """The file's columns do not fit the mapping; the import FAILS with this reason and no rows."""
+class ContentRejected(Exception):
+    """The body cannot be read as the file it should be; the import FAILS with this reason and no rows."""
+
+
+class HeaderRejected(ContentRejected):
+    """The file's columns do not fit the mapping."""
 
 
 class ImportLimitError(ImportLimitExceeded):

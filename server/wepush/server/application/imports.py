@@ -18,7 +18,8 @@ from typing import Final
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
-from wepush.server.application._import_errors import HeaderRejected, ImportLimitError, UploadTooLarge
+from wepush.server.application._import_coding import ContentCoding, content_coding, decoded
+from wepush.server.application._import_errors import ContentRejected, ImportLimitError, UploadTooLarge
 from wepush.server.application._import_settings import SOURCE_COLUMNS_KEY, ImportSettings, source_columns
 from wepush.server.application._import_staging import stage_upload
 from wepush.server.application.auth import Principal, Role
@@ -171,9 +172,13 @@ class ImportService:
         import_id: str,
         chunks: AsyncIterator[bytes],
         *,
+        content_encoding: str | None = None,
         trace_id: str | None = None,
     ) -> AudienceImport:
-        """Stage the body and return the import STAGED (with counts) or FAILED (with the reason)."""
+        """Stage the body and return the import STAGED (with counts) or FAILED (with the reason).
+
+        ``content_encoding``: the body's HTTP ``Content-Encoding``; the file's limits apply to it once
+        decompressed. An unsupported one is refused (415) while the import still waits for content."""
         await authorize_audited(
             self._deps,
             principal,
@@ -184,19 +189,25 @@ class ImportService:
             resource_id=import_id,
             trace_id=trace_id,
         )
+        coding = content_coding(content_encoding)
         claimed = await self._claim(principal, workspace_id, audience_id, import_id)
         settings = ImportSettings.from_options(claimed.format, claimed.options)
         try:
             outcome = await stage_upload(
-                chunks,
+                decoded(chunks, coding),
                 uow=self._deps.uow,
                 import_id=import_id,
                 settings=settings,
                 limits=self._deps.import_limits,
             )
-        except HeaderRejected as rejected:
+        except ContentRejected as rejected:
             return await self._fail(claimed, principal, str(rejected), trace_id)
-        except (UploadTooLarge, ImportLimitError) as limit:
+        except UploadTooLarge as limit:
+            if coding is not ContentCoding.IDENTITY:
+                limit = UploadTooLarge(f"{limit} once decompressed")
+            await self._fail(claimed, principal, str(limit), trace_id)
+            raise limit from None
+        except ImportLimitError as limit:
             await self._fail(claimed, principal, str(limit), trace_id)
             raise
         except Exception:

@@ -1,32 +1,21 @@
-"""ISO-8601 durations (``PT1S``, ``PT0.5S``, ``P1DT2H``) as used throughout the configuration."""
+"""ISO-8601 durations (``PT1S``, ``PT0.5S``, ``P1DT2H``) as used throughout the configuration: the same
+grammar as every duration on the wire (the engine's), so a value copied from a job's policies reads the
+same in the configuration file."""
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
-_PATTERN = re.compile(
-    r"^P(?!$)(?:(?P<days>\d+)D)?(?:T(?=\d)(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?"
-    r"(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
-)
+from wepush.agent.engine import parse_duration as parse_wire_duration
+
+__all__ = ["parse_duration"]
 
 
 def parse_duration(text: str) -> timedelta:
-    """Parse an ISO-8601 duration limited to days, hours, minutes and (fractional) seconds."""
-    match = _PATTERN.match(text.strip().upper()) if isinstance(text, str) else None
-    if match is None:
+    """Parse an ISO-8601 day-time duration; ValueError (never OverflowError) says what is wrong."""
+    if not isinstance(text, str):
         raise ValueError(f"not an ISO-8601 duration: {text!r} (expected e.g. PT1S, PT15M, P1D)")
-    parts = {key: float(value) for key, value in match.groupdict().items() if value is not None}
-    return timedelta(
-        days=parts.get("days", 0.0),
-        hours=parts.get("hours", 0.0),
-        minutes=parts.get("minutes", 0.0),
-        seconds=parts.get("seconds", 0.0),
-    )
-
-
-def format_duration(value: timedelta) -> str:
-    """Render a timedelta as the shortest ISO-8601 seconds form (``PT1.5S``)."""
-    seconds = value.total_seconds()
-    text = f"{seconds:.3f}".rstrip("0").rstrip(".")
-    return f"PT{text}S"
+    try:
+        return parse_wire_duration(text)
+    except ValueError as error:
+        raise ValueError(f"{error} (expected e.g. PT1S, PT15M, P1D)") from None

@@ -70,6 +70,11 @@ def policies_from_json(doc: Mapping[str, Any]) -> ExecutionPolicies:
         pause = _section(doc, "pause")
         base = ConcurrencyPolicy()
         initial = _duration(retry, "initialDelay", "PT1S") or timedelta(0)
+        jitter = float(retry.get("jitter", 0.2))
+        if not 0.0 <= jitter <= 1.0:
+            # A fraction of the delay; outside [0, 1] it is a mistake, and a huge one would not even fit
+            # in a timedelta.
+            raise InvalidPolicies([("retry.jitter", "OUT_OF_RANGE", "must be between 0 and 1")])
         permits = rate.get("permitsPerSecond")
         policies = ExecutionPolicies(
             concurrency=ConcurrencyPolicy(
@@ -86,7 +91,7 @@ def policies_from_json(doc: Mapping[str, Any]) -> ExecutionPolicies:
                 initial_delay=initial,
                 max_delay=_duration(retry, "maxDelay", "PT30S") or timedelta(0),
                 multiplier=float(retry.get("multiplier", 2.0)),
-                jitter=initial * float(retry.get("jitter", 0.2)),
+                jitter=initial * jitter,
                 retry_on=frozenset(ErrorCategory(c) for c in retry.get("retryOn", _DEFAULT_RETRY_ON)),
             ),
             timeout=TimeoutPolicy(
@@ -103,7 +108,7 @@ def policies_from_json(doc: Mapping[str, Any]) -> ExecutionPolicies:
                 on_pause_timeout=PauseTimeoutAction(pause.get("onPauseTimeout", "CANCEL")),
             ),
         )
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidPolicies([("", "MALFORMED", str(exc))]) from None
     violations = policies.validate()
     if violations:
