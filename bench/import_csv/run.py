@@ -3,7 +3,8 @@
 Phases (each Service phase in a fresh ``wepush serve`` process on a free loopback port):
 
 1. SQLite, 100,000 rows: peak RSS of the Service (``VmHWM``).
-2. SQLite, 1,000,000 rows: end-to-end rows/s and peak RSS.
+2. SQLite, 1,000,000 rows: end-to-end rows/s and peak RSS; then the same file gzip-compressed
+   (``Content-Encoding: gzip``), as a user sends a large export to save bandwidth.
 3. PostgreSQL (a temporary database), 1,000,000 rows: end-to-end rows/s.
 4. Baselines with the same file: bare SQLite ``executemany`` into a table shaped like the staging table,
    and one server-side PostgreSQL ``COPY`` into an unindexed table.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import tempfile
 import time
@@ -37,11 +39,17 @@ def _checked(timing: ImportTiming) -> ImportTiming:
 
 
 def _service_phase(
-    name: str, work: Path, csv_path: Path, rows: int, env: dict[str, str] | None = None
+    name: str,
+    work: Path,
+    csv_path: Path,
+    rows: int,
+    env: dict[str, str] | None = None,
+    *,
+    content_encoding: str | None = None,
 ) -> tuple[ImportTiming, float, float]:
     with wepush_serve(work / name, env) as service:
         idle = service.rss_mib()
-        timing = _checked(import_file(service, csv_path, rows))
+        timing = _checked(import_file(service, csv_path, rows, content_encoding=content_encoding))
         peak = service.peak_rss_mib()
     print(
         f"{name:>14}: {rows:>9,} rows  upload {timing.upload_s:6.1f}s  commit {timing.commit_s:5.1f}s  "
@@ -76,8 +84,14 @@ def main(argv: list[str] | None = None) -> None:
 
         _, _, rss_small = _service_phase("sqlite-100k", work, small, args.small_rows)
         sqlite_large, _, rss_large = _service_phase("sqlite-1m", work, large, args.rows)
+        compressed = work / "large.csv.gz"
+        compressed.write_bytes(gzip.compress(large.read_bytes(), compresslevel=6))
+        sqlite_gzip, _, rss_gzip = _service_phase(
+            "sqlite-1m-gzip", work, compressed, args.rows, content_encoding="gzip"
+        )
         pg_large, _, _ = asyncio.run(_postgres_phase(work, large, args.rows))
 
+        compressed_mib = compressed.stat().st_size / MIB
         bare_rows, bare_s = sqlite_executemany(large, work)
         print(
             f"{'sqlite bare':>14}: {bare_rows:>9,} rows  executemany {bare_s:5.1f}s  {bare_rows / bare_s:9,.0f} rows/s"
@@ -97,6 +111,10 @@ def main(argv: list[str] | None = None) -> None:
         "sqlite_rows_per_s": round(sqlite_large.rows_per_s),
         "sqlite_upload_s": round(sqlite_large.upload_s, 2),
         "sqlite_commit_s": round(sqlite_large.commit_s, 2),
+        "sqlite_gzip_rows_per_s": round(sqlite_gzip.rows_per_s),
+        "sqlite_gzip_upload_s": round(sqlite_gzip.upload_s, 2),
+        "gzip_body_mib": round(compressed_mib, 1),
+        "rss_1m_gzip_mib": round(rss_gzip, 1),
         "sqlite_bare_rows_per_s": round(bare_rows / bare_s),
         "sqlite_ratio": round(sqlite_large.rows_per_s / (bare_rows / bare_s), 3),
         "pg_rows_per_s": round(pg_large.rows_per_s),
