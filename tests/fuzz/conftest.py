@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.fuzz._seed import seed_workspace
 from tests.helpers_process import ServiceProcess, running_service
 
 
@@ -17,6 +18,8 @@ class FuzzTarget:
     service: ServiceProcess
     token: str
     workspace_id: str
+    resources: dict[str, str] = field(default_factory=dict)
+    """Path parameter name → the id of a real resource in the workspace (see ``_seed``)."""
 
     @property
     def base_url(self) -> str:
@@ -29,10 +32,14 @@ class FuzzTarget:
 @pytest.fixture(scope="session")
 def fuzz_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
     data_dir: Path = tmp_path_factory.mktemp("fuzz") / "data"
-    with running_service(data_dir) as service:
+    # The seeded account sends to loopback only, which the Service allows when told it is under test.
+    env = {"WEPUSH_SECURITY_LOOPBACK_TARGETS_FOR_TESTS": "true"}
+    with running_service(data_dir, extra_env=env) as service:
         token = (data_dir / "bootstrap-admin.token").read_text(encoding="utf-8").strip()
-        info = httpx.get(
-            f"{service.base_url}/api/v1/workspaces", headers={"Authorization": f"Bearer {token}"}
-        )
-        workspace_id = info.json()["items"][0]["id"] if info.status_code == 200 else "default"
-        yield FuzzTarget(service, token, workspace_id)
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=service.base_url, headers=headers, timeout=30) as client:
+            info = client.get("/api/v1/workspaces", params={"name": "default"})
+            assert info.status_code == 200, info.text
+            workspace_id = str(info.json()["items"][0]["id"])
+            resources = seed_workspace(client, workspace_id)
+        yield FuzzTarget(service, token, workspace_id, resources)

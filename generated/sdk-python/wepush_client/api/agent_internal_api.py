@@ -984,7 +984,7 @@ class AgentInternalApi:
     def get_lease_audience(
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         _request_timeout: Union[
             None,
@@ -1066,7 +1066,7 @@ class AgentInternalApi:
     def get_lease_audience_with_http_info(
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         _request_timeout: Union[
             None,
@@ -1148,7 +1148,7 @@ class AgentInternalApi:
     def get_lease_audience_without_preload_content(
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         _request_timeout: Union[
             None,
@@ -1301,7 +1301,7 @@ class AgentInternalApi:
     def get_lease_snapshot(
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         _request_timeout: Union[
             None,
@@ -1383,7 +1383,7 @@ class AgentInternalApi:
     def get_lease_snapshot_with_http_info(
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         _request_timeout: Union[
             None,
@@ -1465,7 +1465,7 @@ class AgentInternalApi:
     def get_lease_snapshot_without_preload_content(
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         _request_timeout: Union[
             None,
@@ -1619,7 +1619,7 @@ class AgentInternalApi:
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         artifact_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         body: Union[StrictBytes, StrictStr, Tuple[StrictStr, StrictBytes]],
         _request_timeout: Union[
@@ -1710,7 +1710,7 @@ class AgentInternalApi:
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         artifact_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         body: Union[StrictBytes, StrictStr, Tuple[StrictStr, StrictBytes]],
         _request_timeout: Union[
@@ -1801,7 +1801,7 @@ class AgentInternalApi:
         self,
         lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         artifact_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        epoch: Annotated[int, Field(strict=True, ge=1)],
+        epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)],
         body: Union[StrictBytes, StrictStr, Tuple[StrictStr, StrictBytes]],
         _request_timeout: Union[

@@ -1305,7 +1305,7 @@ class MessagesApi:
         self,
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        revision: Annotated[int, Field(strict=True, ge=1)],
+        revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -1384,7 +1384,7 @@ class MessagesApi:
         self,
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        revision: Annotated[int, Field(strict=True, ge=1)],
+        revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -1463,7 +1463,7 @@ class MessagesApi:
         self,
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
-        revision: Annotated[int, Field(strict=True, ge=1)],
+        revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)],
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],

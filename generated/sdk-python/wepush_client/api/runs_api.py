@@ -2652,7 +2652,7 @@ class RunsApi:
         run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        after_sequence: Annotated[Optional[Annotated[int, Field(strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
+        after_sequence: Annotated[Optional[Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -2741,7 +2741,7 @@ class RunsApi:
         run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        after_sequence: Annotated[Optional[Annotated[int, Field(strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
+        after_sequence: Annotated[Optional[Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -2830,7 +2830,7 @@ class RunsApi:
         run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        after_sequence: Annotated[Optional[Annotated[int, Field(strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
+        after_sequence: Annotated[Optional[Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -5050,7 +5050,7 @@ class RunsApi:
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         last_event_id: Annotated[Optional[Annotated[str, Field(strict=True, max_length=32)]], Field(description="Sequence of the last event the client received; the stream resumes after it.")] = None,
-        after_sequence: Annotated[Optional[Annotated[int, Field(strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
+        after_sequence: Annotated[Optional[Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -5136,7 +5136,7 @@ class RunsApi:
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         last_event_id: Annotated[Optional[Annotated[str, Field(strict=True, max_length=32)]], Field(description="Sequence of the last event the client received; the stream resumes after it.")] = None,
-        after_sequence: Annotated[Optional[Annotated[int, Field(strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
+        after_sequence: Annotated[Optional[Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -5222,7 +5222,7 @@ class RunsApi:
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         last_event_id: Annotated[Optional[Annotated[str, Field(strict=True, max_length=32)]], Field(description="Sequence of the last event the client received; the stream resumes after it.")] = None,
-        after_sequence: Annotated[Optional[Annotated[int, Field(strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
+        after_sequence: Annotated[Optional[Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)]], Field(description="Return only events with a larger sequence (alternative to Last-Event-ID).")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],

@@ -39,7 +39,7 @@ class Account(BaseModel):
     secrets: Dict[str, SecretStatus] = Field(description="Secret name → status. Plaintext is never returned by any API.", json_schema_extra={"examples": [{"http-account-token": {"configured": True, "updatedAt": "2026-08-22T08:30:00Z"}}]})
     created_at: datetime = Field(alias="createdAt")
     updated_at: datetime = Field(alias="updatedAt")
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["id", "workspaceId", "name", "description", "providerId", "config", "secrets", "createdAt", "updatedAt", "version"]
 
     model_config = ConfigDict(

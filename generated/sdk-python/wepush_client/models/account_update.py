@@ -33,7 +33,7 @@ class AccountUpdate(BaseModel):
     description: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Free text shown next to the name.", json_schema_extra={"examples": ["Sends the shipping notice to customers."]})
     config: Dict[str, Any] = Field(description="Provider account configuration validated against the provider's account schema. Secret fields are references of the form {\"$secret\": \"<secretName>\"} to entries of `secrets`.", json_schema_extra={"examples": [{"baseUrl": "https://api.example.com", "defaultHeaders": {"User-Agent": "WePush-Next"}, "auth": {"type": "BEARER", "token": {"$secret": "http-account-token"}}, "connectTimeout": "PT5S"}]})
     secrets: Optional[Dict[str, SecretWrite]] = Field(default=None, description="Secret name → write operation. On update, a configured secret absent from this map is removed; send KEEP to retain it without resending the value.", json_schema_extra={"examples": [{"http-account-token": {"operation": "REPLACE", "value": "<token>"}, "password": {"operation": "KEEP"}}]})
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["name", "description", "config", "secrets", "version"]
 
     model_config = ConfigDict(

@@ -42,7 +42,7 @@ class Agent(BaseModel):
     platform: AgentPlatform
     providers: List[AgentProviderRef]
     capacity: AgentCapacity
-    active_runs: Annotated[int, Field(strict=True, ge=0)] = Field(alias="activeRuns", json_schema_extra={"examples": [1]})
+    active_runs: Annotated[int, Field(le=2147483647, strict=True, ge=0)] = Field(alias="activeRuns", json_schema_extra={"examples": [1]})
     last_seen_at: Optional[datetime] = Field(default=None, alias="lastSeenAt")
     created_at: datetime = Field(alias="createdAt")
     disabled_at: Optional[datetime] = Field(default=None, alias="disabledAt")

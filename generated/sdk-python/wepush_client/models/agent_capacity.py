@@ -28,8 +28,8 @@ class AgentCapacity(BaseModel):
     """
     AgentCapacity
     """ # noqa: E501
-    max_runs: Annotated[int, Field(strict=True, ge=0)] = Field(alias="maxRuns", json_schema_extra={"examples": [2]})
-    max_concurrency: Annotated[int, Field(strict=True, ge=0)] = Field(alias="maxConcurrency", json_schema_extra={"examples": [200]})
+    max_runs: Annotated[int, Field(le=2147483647, strict=True, ge=0)] = Field(alias="maxRuns", json_schema_extra={"examples": [2]})
+    max_concurrency: Annotated[int, Field(le=2147483647, strict=True, ge=0)] = Field(alias="maxConcurrency", json_schema_extra={"examples": [200]})
     __properties: ClassVar[List[str]] = ["maxRuns", "maxConcurrency"]
 
     model_config = ConfigDict(

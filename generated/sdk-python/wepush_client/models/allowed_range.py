@@ -17,8 +17,9 @@ import pprint
 import re  # noqa: F401
 import json
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
 from typing import Any, ClassVar, Dict, List
+from typing_extensions import Annotated
 from typing import Optional, Set
 from typing_extensions import Self
 from pydantic_core import to_jsonable_python
@@ -27,8 +28,8 @@ class AllowedRange(BaseModel):
     """
     Inclusive bounds a value must respect (for example the run's concurrency range).
     """ # noqa: E501
-    min: StrictInt = Field(json_schema_extra={"examples": [1]})
-    max: StrictInt = Field(json_schema_extra={"examples": [200]})
+    min: Annotated[int, Field(le=2147483647, strict=True)] = Field(json_schema_extra={"examples": [1]})
+    max: Annotated[int, Field(le=2147483647, strict=True)] = Field(json_schema_extra={"examples": [200]})
     __properties: ClassVar[List[str]] = ["min", "max"]
 
     model_config = ConfigDict(

@@ -37,7 +37,7 @@ class Artifact(BaseModel):
     state: ArtifactState
     media_type: Annotated[str, Field(strict=True, max_length=128)] = Field(alias="mediaType", json_schema_extra={"examples": ["application/x-ndjson"]})
     file_name: Annotated[str, Field(strict=True, max_length=255)] = Field(description="Suggested download name (display only, never a storage path).", alias="fileName", json_schema_extra={"examples": ["failed.jsonl"]})
-    size_bytes: Optional[Annotated[int, Field(strict=True, ge=0)]] = Field(default=None, alias="sizeBytes", json_schema_extra={"examples": [20480]})
+    size_bytes: Optional[Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)]] = Field(default=None, alias="sizeBytes", json_schema_extra={"examples": [20480]})
     sha256: Optional[Annotated[str, Field(strict=True)]] = None
     created_at: datetime = Field(alias="createdAt")
     ready_at: Optional[datetime] = Field(default=None, alias="readyAt")

@@ -29,11 +29,11 @@ class ArtifactUploadPlanRequest(BaseModel):
     """
     ArtifactUploadPlanRequest
     """ # noqa: E501
-    epoch: Annotated[int, Field(strict=True, ge=1)] = Field(description="Incremented each time the run's lease is reassigned; writes from older epochs are rejected.", json_schema_extra={"examples": [2]})
+    epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Incremented each time the run's lease is reassigned; writes from older epochs are rejected.", json_schema_extra={"examples": [2]})
     fencing_token: Annotated[str, Field(min_length=1, strict=True, max_length=256)] = Field(description="Opaque token issued with the lease epoch; must accompany every lease-bound call.", alias="fencingToken", json_schema_extra={"examples": ["<fencingToken>"]})
     artifact_type: ArtifactType = Field(alias="artifactType")
     media_type: Optional[Annotated[str, Field(strict=True, max_length=128)]] = Field(default=None, alias="mediaType", json_schema_extra={"examples": ["application/x-ndjson"]})
-    size_bytes: Annotated[int, Field(strict=True, ge=0)] = Field(alias="sizeBytes", json_schema_extra={"examples": [20480]})
+    size_bytes: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="sizeBytes", json_schema_extra={"examples": [20480]})
     sha256: Annotated[str, Field(min_length=64, strict=True, max_length=64)] = Field(description="Lower-case hexadecimal SHA-256 digest.")
     __properties: ClassVar[List[str]] = ["epoch", "fencingToken", "artifactType", "mediaType", "sizeBytes", "sha256"]
 

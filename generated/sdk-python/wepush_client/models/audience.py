@@ -34,11 +34,11 @@ class Audience(BaseModel):
     name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="Human-readable name, unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     description: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Free text shown next to the name.", json_schema_extra={"examples": ["Sends the shipping notice to customers."]})
     latest_snapshot_id: Optional[Annotated[str, Field(strict=True, max_length=64)]] = Field(default=None, description="Id of the newest snapshot; null until the first import is committed.", alias="latestSnapshotId")
-    latest_revision: Annotated[int, Field(strict=True, ge=0)] = Field(description="Revision of the newest snapshot; 0 when there is none.", alias="latestRevision", json_schema_extra={"examples": [2]})
-    recipient_count: Annotated[int, Field(strict=True, ge=0)] = Field(description="Recipients in the newest snapshot.", alias="recipientCount", json_schema_extra={"examples": [100000]})
+    latest_revision: Annotated[int, Field(le=2147483647, strict=True, ge=0)] = Field(description="Revision of the newest snapshot; 0 when there is none.", alias="latestRevision", json_schema_extra={"examples": [2]})
+    recipient_count: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(description="Recipients in the newest snapshot.", alias="recipientCount", json_schema_extra={"examples": [100000]})
     created_at: datetime = Field(alias="createdAt")
     updated_at: datetime = Field(alias="updatedAt")
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["id", "workspaceId", "name", "description", "latestSnapshotId", "latestRevision", "recipientCount", "createdAt", "updatedAt", "version"]
 
     model_config = ConfigDict(

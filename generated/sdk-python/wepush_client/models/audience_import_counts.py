@@ -28,10 +28,10 @@ class AudienceImportCounts(BaseModel):
     """
     AudienceImportCounts
     """ # noqa: E501
-    total_rows: Annotated[int, Field(strict=True, ge=0)] = Field(alias="totalRows", json_schema_extra={"examples": [1003]})
-    accepted_rows: Annotated[int, Field(strict=True, ge=0)] = Field(alias="acceptedRows", json_schema_extra={"examples": [1000]})
-    rejected_rows: Annotated[int, Field(strict=True, ge=0)] = Field(alias="rejectedRows", json_schema_extra={"examples": [2]})
-    duplicate_rows: Annotated[int, Field(strict=True, ge=0)] = Field(alias="duplicateRows", json_schema_extra={"examples": [1]})
+    total_rows: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="totalRows", json_schema_extra={"examples": [1003]})
+    accepted_rows: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="acceptedRows", json_schema_extra={"examples": [1000]})
+    rejected_rows: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="rejectedRows", json_schema_extra={"examples": [2]})
+    duplicate_rows: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="duplicateRows", json_schema_extra={"examples": [1]})
     __properties: ClassVar[List[str]] = ["totalRows", "acceptedRows", "rejectedRows", "duplicateRows"]
 
     model_config = ConfigDict(

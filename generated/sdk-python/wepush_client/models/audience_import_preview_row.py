@@ -28,7 +28,7 @@ class AudienceImportPreviewRow(BaseModel):
     """
     AudienceImportPreviewRow
     """ # noqa: E501
-    line_number: Annotated[int, Field(strict=True, ge=1)] = Field(alias="lineNumber")
+    line_number: Annotated[int, Field(le=9223372036854775807, strict=True, ge=1)] = Field(alias="lineNumber")
     item_id: Optional[Annotated[str, Field(strict=True, max_length=256)]] = Field(default=None, alias="itemId")
     fields: Dict[str, Any] = Field(description="Field name → value (string, number, boolean or null).", json_schema_extra={"examples": [{"mobile": "<mobile>", "name": "Example Customer"}]})
     __properties: ClassVar[List[str]] = ["lineNumber", "itemId", "fields"]

@@ -28,7 +28,7 @@ class AudienceImportRejectedRow(BaseModel):
     """
     AudienceImportRejectedRow
     """ # noqa: E501
-    line_number: Annotated[int, Field(strict=True, ge=1)] = Field(alias="lineNumber", json_schema_extra={"examples": [17]})
+    line_number: Annotated[int, Field(le=9223372036854775807, strict=True, ge=1)] = Field(alias="lineNumber", json_schema_extra={"examples": [17]})
     reason: Annotated[str, Field(strict=True, max_length=1024)] = Field(json_schema_extra={"examples": ["Column count 3 does not match header count 2"]})
     code: Annotated[str, Field(strict=True, max_length=64)] = Field(description="Stable row error code, for example COLUMN_COUNT, FIELD_TOO_LONG, MISSING_FIELD, DUPLICATE.", json_schema_extra={"examples": ["COLUMN_COUNT"]})
     raw: Annotated[str, Field(strict=True, max_length=4096)] = Field(description="The raw line, truncated; spreadsheet formula prefixes are neutralised.")

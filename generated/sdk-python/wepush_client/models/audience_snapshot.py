@@ -31,8 +31,8 @@ class AudienceSnapshot(BaseModel):
     """ # noqa: E501
     id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="audienceId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    revision: Annotated[int, Field(strict=True, ge=1)] = Field(json_schema_extra={"examples": [2]})
-    recipient_count: Annotated[int, Field(strict=True, ge=0)] = Field(alias="recipientCount", json_schema_extra={"examples": [100000]})
+    revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(json_schema_extra={"examples": [2]})
+    recipient_count: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="recipientCount", json_schema_extra={"examples": [100000]})
     fields: List[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(json_schema_extra={"examples": [["mobile", "name"]]})
     checksum: Annotated[str, Field(min_length=64, strict=True, max_length=64)] = Field(description="Lower-case hexadecimal SHA-256 digest.")
     source_import_id: Optional[Annotated[str, Field(strict=True, max_length=64)]] = Field(default=None, alias="sourceImportId")

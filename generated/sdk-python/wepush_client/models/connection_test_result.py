@@ -32,7 +32,7 @@ class ConnectionTestResult(BaseModel):
     ok: StrictBool = Field(json_schema_extra={"examples": [False]})
     category: Optional[ErrorCategory] = None
     message: Annotated[str, Field(strict=True, max_length=2000)] = Field(json_schema_extra={"examples": ["Remote endpoint rejected the credentials (HTTP 401)."]})
-    latency_ms: Annotated[int, Field(strict=True, ge=0)] = Field(alias="latencyMs", json_schema_extra={"examples": [182]})
+    latency_ms: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="latencyMs", json_schema_extra={"examples": [182]})
     __properties: ClassVar[List[str]] = ["ok", "category", "message", "latencyMs"]
 
     model_config = ConfigDict(

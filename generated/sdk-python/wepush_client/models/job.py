@@ -36,13 +36,13 @@ class Job(BaseModel):
     description: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Free text shown next to the name.", json_schema_extra={"examples": ["Sends the shipping notice to customers."]})
     account_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="accountId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="messageId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    message_revision: Annotated[int, Field(strict=True, ge=1)] = Field(alias="messageRevision", json_schema_extra={"examples": [2]})
+    message_revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(alias="messageRevision", json_schema_extra={"examples": [2]})
     audience_snapshot_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="audienceSnapshotId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     provider_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(default=None, description="Stable provider identifier as declared in the provider descriptor.", alias="providerId", json_schema_extra={"examples": ["wepush.http"]})
     policies: ExecutionPolicies
     created_at: datetime = Field(alias="createdAt")
     updated_at: datetime = Field(alias="updatedAt")
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["id", "workspaceId", "name", "description", "accountId", "messageId", "messageRevision", "audienceSnapshotId", "providerId", "policies", "createdAt", "updatedAt", "version"]
 
     model_config = ConfigDict(

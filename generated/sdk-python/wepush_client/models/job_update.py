@@ -33,10 +33,10 @@ class JobUpdate(BaseModel):
     description: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Free text shown next to the name.", json_schema_extra={"examples": ["Sends the shipping notice to customers."]})
     account_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="accountId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="messageId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    message_revision: Annotated[int, Field(strict=True, ge=1)] = Field(alias="messageRevision")
+    message_revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(alias="messageRevision")
     audience_snapshot_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="audienceSnapshotId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     policies: Optional[ExecutionPolicies] = None
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["name", "description", "accountId", "messageId", "messageRevision", "audienceSnapshotId", "policies", "version"]
 
     model_config = ConfigDict(

@@ -30,7 +30,7 @@ class LeaseExecutionSnapshot(BaseModel):
     """ # noqa: E501
     lease_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="leaseId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="runId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    epoch: Annotated[int, Field(strict=True, ge=1)] = Field(description="Incremented each time the run's lease is reassigned; writes from older epochs are rejected.", json_schema_extra={"examples": [2]})
+    epoch: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Incremented each time the run's lease is reassigned; writes from older epochs are rejected.", json_schema_extra={"examples": [2]})
     sha256: Annotated[str, Field(min_length=64, strict=True, max_length=64)] = Field(description="Lower-case hexadecimal SHA-256 digest.")
     snapshot: Dict[str, Any] = Field(description="Free-form JSON object. Its shape is described by the provider's JSON Schemas, not by this contract.")
     __properties: ClassVar[List[str]] = ["leaseId", "runId", "epoch", "sha256", "snapshot"]

@@ -31,7 +31,7 @@ class MessageRevision(BaseModel):
     """ # noqa: E501
     id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="messageId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    revision: Annotated[int, Field(strict=True, ge=1)] = Field(json_schema_extra={"examples": [2]})
+    revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(json_schema_extra={"examples": [2]})
     content: Dict[str, Any] = Field(description="Provider message configuration validated against the provider's message schema.", json_schema_extra={"examples": [{"method": "POST", "path": "/notify", "headers": {"Content-Type": "application/json"}, "bodyTemplate": "{\"mobile\":\"{{mobile}}\",\"content\":\"{{content}}\"}", "successCondition": {"status": [200, 201]}}]})
     content_hash: Annotated[str, Field(min_length=64, strict=True, max_length=64)] = Field(description="Lower-case hexadecimal SHA-256 digest.", alias="contentHash")
     created_at: datetime = Field(alias="createdAt")

@@ -29,7 +29,7 @@ class MessageRevisionCreate(BaseModel):
     New content. `basedOnRevision` must equal the current latest revision, otherwise 409 VERSION_CONFLICT.
     """ # noqa: E501
     content: Dict[str, Any] = Field(description="Provider message configuration validated against the provider's message schema.", json_schema_extra={"examples": [{"method": "POST", "path": "/notify", "headers": {"Content-Type": "application/json"}, "bodyTemplate": "{\"mobile\":\"{{mobile}}\",\"content\":\"{{content}}\"}", "successCondition": {"status": [200, 201]}}]})
-    based_on_revision: Annotated[int, Field(strict=True, ge=1)] = Field(alias="basedOnRevision", json_schema_extra={"examples": [1]})
+    based_on_revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(alias="basedOnRevision", json_schema_extra={"examples": [1]})
     __properties: ClassVar[List[str]] = ["content", "basedOnRevision"]
 
     model_config = ConfigDict(

@@ -39,7 +39,7 @@ class Provider(BaseModel):
     spi_version: Annotated[str, Field(strict=True, max_length=16)] = Field(description="Major version of the provider SPI it implements.", alias="spiVersion", json_schema_extra={"examples": ["1"]})
     schema_version: Optional[Annotated[str, Field(strict=True, max_length=64)]] = Field(default=None, description="Version of the account/message/recipient/UI schemas.", alias="schemaVersion", json_schema_extra={"examples": ["1"]})
     capabilities: ProviderCapabilities
-    concurrency_limit: Optional[Annotated[int, Field(strict=True, ge=1)]] = Field(default=None, description="Upper bound on in-flight requests the provider accepts; null when unbounded.", alias="concurrencyLimit", json_schema_extra={"examples": [200]})
+    concurrency_limit: Optional[Annotated[int, Field(le=2147483647, strict=True, ge=1)]] = Field(default=None, description="Upper bound on in-flight requests the provider accepts; null when unbounded.", alias="concurrencyLimit", json_schema_extra={"examples": [200]})
     default_timeout: Optional[Annotated[str, Field(min_length=3, strict=True, max_length=32)]] = Field(default=None, description="ISO-8601 duration (days, hours, minutes, seconds), for example PT5S or P1DT2H.", alias="defaultTimeout", json_schema_extra={"examples": ["PT5S"]})
     thread_safety: ProviderThreadSafety = Field(alias="threadSafety")
     platforms: Optional[List[Annotated[str, Field(strict=True, max_length=64)]]] = Field(default=None, description="Supported os/arch pairs; empty means any.", json_schema_extra={"examples": [["linux/x86_64", "linux/aarch64"]]})

@@ -28,7 +28,7 @@ class Recipient(BaseModel):
     """
     Recipient
     """ # noqa: E501
-    sequence: Annotated[int, Field(strict=True, ge=1)] = Field(json_schema_extra={"examples": [1]})
+    sequence: Annotated[int, Field(le=9223372036854775807, strict=True, ge=1)] = Field(json_schema_extra={"examples": [1]})
     item_id: Annotated[str, Field(min_length=1, strict=True, max_length=256)] = Field(alias="itemId", json_schema_extra={"examples": ["customer-0001"]})
     fields: Dict[str, Any] = Field(description="Field name → value (string, number, boolean or null).", json_schema_extra={"examples": [{"mobile": "<mobile>", "name": "Example Customer"}]})
     __properties: ClassVar[List[str]] = ["sequence", "itemId", "fields"]

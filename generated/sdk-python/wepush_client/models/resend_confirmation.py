@@ -32,7 +32,7 @@ class ResendConfirmation(BaseModel):
     """ # noqa: E501
     source_run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="sourceRunId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     outcomes: List[ResendOutcome]
-    matching_items: Annotated[int, Field(strict=True, ge=0)] = Field(alias="matchingItems", json_schema_extra={"examples": [12]})
+    matching_items: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="matchingItems", json_schema_extra={"examples": [12]})
     confirmation_token: Annotated[str, Field(min_length=1, strict=True, max_length=1024)] = Field(alias="confirmationToken", json_schema_extra={"examples": ["<confirmationToken>"]})
     expires_at: datetime = Field(alias="expiresAt")
     __properties: ClassVar[List[str]] = ["sourceRunId", "outcomes", "matchingItems", "confirmationToken", "expiresAt"]

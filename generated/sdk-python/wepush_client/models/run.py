@@ -63,7 +63,7 @@ class Run(BaseModel):
     allowed_commands: List[RunCommandType] = Field(description="Commands the run accepts in its current state.", alias="allowedCommands", json_schema_extra={"examples": [["PAUSE", "CANCEL", "CHANGE_CONCURRENCY"]]})
     created_at: datetime = Field(alias="createdAt")
     updated_at: datetime = Field(alias="updatedAt")
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["id", "workspaceId", "jobId", "state", "stateReason", "trigger", "scheduleId", "sourceRunId", "dryRun", "reason", "providerId", "snapshot", "agent", "lease", "counts", "concurrency", "rate", "startedAt", "endedAt", "duration", "artifacts", "allowedCommands", "createdAt", "updatedAt", "version"]
 
     model_config = ConfigDict(

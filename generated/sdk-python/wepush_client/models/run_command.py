@@ -36,7 +36,7 @@ class RunCommand(BaseModel):
     type: RunCommandType
     state: RunCommandState
     reason: Optional[Annotated[str, Field(strict=True, max_length=500)]] = Field(default=None, description="CANCEL reason.")
-    target: Optional[Annotated[int, Field(strict=True, ge=1)]] = Field(default=None, description="CHANGE_CONCURRENCY target.")
+    target: Optional[Annotated[int, Field(le=2147483647, strict=True, ge=1)]] = Field(default=None, description="CHANGE_CONCURRENCY target.")
     rejection_reason: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, alias="rejectionReason")
     created_at: datetime = Field(alias="createdAt")
     acknowledged_at: Optional[datetime] = Field(default=None, alias="acknowledgedAt")

@@ -28,10 +28,10 @@ class RunConcurrency(BaseModel):
     """
     RunConcurrency
     """ # noqa: E501
-    current: Annotated[int, Field(strict=True, ge=0)] = Field(description="Effective permits now (may trail target while shrinking).", json_schema_extra={"examples": [50]})
-    target: Annotated[int, Field(strict=True, ge=1)] = Field(json_schema_extra={"examples": [50]})
-    min: Annotated[int, Field(strict=True, ge=1)] = Field(json_schema_extra={"examples": [1]})
-    max: Annotated[int, Field(strict=True, ge=1)] = Field(json_schema_extra={"examples": [200]})
+    current: Annotated[int, Field(le=2147483647, strict=True, ge=0)] = Field(description="Effective permits now (may trail target while shrinking).", json_schema_extra={"examples": [50]})
+    target: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(json_schema_extra={"examples": [50]})
+    min: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(json_schema_extra={"examples": [1]})
+    max: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(json_schema_extra={"examples": [200]})
     __properties: ClassVar[List[str]] = ["current", "target", "min", "max"]
 
     model_config = ConfigDict(

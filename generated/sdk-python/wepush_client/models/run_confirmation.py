@@ -35,9 +35,9 @@ class RunConfirmation(BaseModel):
     account_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="accountId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     account_name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="Human-readable name, unique per resource type within a workspace.", alias="accountName", json_schema_extra={"examples": ["Order notifications"]})
     message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="messageId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    message_revision: Annotated[int, Field(strict=True, ge=1)] = Field(alias="messageRevision")
+    message_revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(alias="messageRevision")
     audience_snapshot_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="audienceSnapshotId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    recipient_count: Annotated[int, Field(strict=True, ge=0)] = Field(alias="recipientCount", json_schema_extra={"examples": [100000]})
+    recipient_count: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="recipientCount", json_schema_extra={"examples": [100000]})
     policies: ExecutionPolicies
     dry_run: StrictBool = Field(alias="dryRun")
     estimated_duration: Optional[Annotated[str, Field(strict=True, max_length=32)]] = Field(default=None, description="ISO-8601 duration estimated from rate limit and concurrency; null when unbounded.", alias="estimatedDuration", json_schema_extra={"examples": ["PT17M"]})

@@ -28,15 +28,15 @@ class RunCounts(BaseModel):
     """
     At a terminal state total = succeeded + failed + unknown + unsent + skipped; pending and inFlight are non-zero only while the run executes. `retried` counts extra attempts and is not part of the sum.
     """ # noqa: E501
-    total: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [1000]})
-    pending: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [648]})
-    in_flight: Annotated[int, Field(strict=True, ge=0)] = Field(alias="inFlight", json_schema_extra={"examples": [50]})
-    succeeded: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [300]})
-    failed: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [2]})
-    unknown: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [0]})
-    unsent: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [0]})
-    skipped: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [0]})
-    retried: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [7]})
+    total: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(json_schema_extra={"examples": [1000]})
+    pending: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(json_schema_extra={"examples": [648]})
+    in_flight: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="inFlight", json_schema_extra={"examples": [50]})
+    succeeded: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(json_schema_extra={"examples": [300]})
+    failed: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(json_schema_extra={"examples": [2]})
+    unknown: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(json_schema_extra={"examples": [0]})
+    unsent: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(json_schema_extra={"examples": [0]})
+    skipped: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(json_schema_extra={"examples": [0]})
+    retried: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(json_schema_extra={"examples": [7]})
     __properties: ClassVar[List[str]] = ["total", "pending", "inFlight", "succeeded", "failed", "unknown", "unsent", "skipped", "retried"]
 
     model_config = ConfigDict(

@@ -31,7 +31,7 @@ class RunEvent(BaseModel):
     One event of a run. `sequence` is ordered within the run only and is the SSE `id`. On the SSE stream the `event` field is the lower-cased type (for example `progress`) and `data` is this object as JSON.
     """ # noqa: E501
     run_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="runId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    sequence: Annotated[int, Field(strict=True, ge=1)] = Field(json_schema_extra={"examples": [121]})
+    sequence: Annotated[int, Field(le=9223372036854775807, strict=True, ge=1)] = Field(json_schema_extra={"examples": [121]})
     type: RunEventType
     occurred_at: datetime = Field(alias="occurredAt", json_schema_extra={"examples": ["2026-08-22T08:31:00Z"]})
     data: Dict[str, Any] = Field(description="Type-specific payload; PROGRESS carries RunProgress, RUN_COMPLETED the final counts and state.", json_schema_extra={"examples": [{"succeeded": 300, "failed": 2, "inFlight": 50}]})

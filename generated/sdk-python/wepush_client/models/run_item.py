@@ -32,9 +32,9 @@ class RunItem(BaseModel):
     RunItem
     """ # noqa: E501
     item_id: Annotated[str, Field(min_length=1, strict=True, max_length=256)] = Field(alias="itemId", json_schema_extra={"examples": ["customer-0001"]})
-    sequence: Annotated[int, Field(strict=True, ge=1)]
+    sequence: Annotated[int, Field(le=9223372036854775807, strict=True, ge=1)]
     state: RunItemState
-    attempts: Annotated[int, Field(strict=True, ge=0)] = Field(json_schema_extra={"examples": [1]})
+    attempts: Annotated[int, Field(le=2147483647, strict=True, ge=0)] = Field(json_schema_extra={"examples": [1]})
     error_category: Optional[ErrorCategory] = Field(default=None, alias="errorCategory")
     provider_code: Optional[Annotated[str, Field(strict=True, max_length=128)]] = Field(default=None, alias="providerCode", json_schema_extra={"examples": ["HTTP_503"]})
     diagnostic: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Redacted diagnostic summary; never contains secrets or full remote responses.")

@@ -30,11 +30,11 @@ class RunSnapshotRef(BaseModel):
     The immutable inputs frozen when the run was created.
     """ # noqa: E501
     account_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="accountId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    account_version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", alias="accountVersion", json_schema_extra={"examples": [3]})
+    account_version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", alias="accountVersion", json_schema_extra={"examples": [3]})
     message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="messageId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    message_revision: Annotated[int, Field(strict=True, ge=1)] = Field(alias="messageRevision")
+    message_revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(alias="messageRevision")
     audience_snapshot_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="audienceSnapshotId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    audience_revision: Annotated[int, Field(strict=True, ge=1)] = Field(alias="audienceRevision")
+    audience_revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(alias="audienceRevision")
     provider_id: Annotated[str, Field(min_length=1, strict=True, max_length=128)] = Field(description="Stable provider identifier as declared in the provider descriptor.", alias="providerId", json_schema_extra={"examples": ["wepush.http"]})
     provider_version: Optional[Annotated[str, Field(strict=True, max_length=64)]] = Field(default=None, alias="providerVersion", json_schema_extra={"examples": ["1.0.0"]})
     schema_version: Optional[Annotated[str, Field(strict=True, max_length=64)]] = Field(default=None, alias="schemaVersion", json_schema_extra={"examples": ["1"]})

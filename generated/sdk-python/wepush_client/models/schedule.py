@@ -45,7 +45,7 @@ class Schedule(BaseModel):
     next_fire_at: Optional[datetime] = Field(default=None, description="Next planned fire time; null when disabled or past endAt.", alias="nextFireAt")
     created_at: datetime = Field(alias="createdAt")
     updated_at: datetime = Field(alias="updatedAt")
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["id", "workspaceId", "jobId", "name", "cron", "timezone", "enabled", "misfirePolicy", "catchUpLimit", "startAt", "endAt", "lastFireAt", "nextFireAt", "createdAt", "updatedAt", "version"]
 
     model_config = ConfigDict(

@@ -38,7 +38,7 @@ class ScheduleUpdate(BaseModel):
     catch_up_limit: Optional[Annotated[int, Field(le=100, strict=True, ge=1)]] = Field(default=None, alias="catchUpLimit")
     start_at: Optional[datetime] = Field(default=None, alias="startAt")
     end_at: Optional[datetime] = Field(default=None, alias="endAt")
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["name", "cron", "timezone", "enabled", "misfirePolicy", "catchUpLimit", "startAt", "endAt", "version"]
 
     model_config = ConfigDict(

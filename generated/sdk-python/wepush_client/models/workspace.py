@@ -34,7 +34,7 @@ class Workspace(BaseModel):
     description: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Free text shown next to the name.", json_schema_extra={"examples": ["Sends the shipping notice to customers."]})
     created_at: datetime = Field(alias="createdAt", json_schema_extra={"examples": ["2026-08-22T08:30:00Z"]})
     updated_at: datetime = Field(alias="updatedAt", json_schema_extra={"examples": ["2026-08-22T08:30:00Z"]})
-    version: Annotated[int, Field(strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
+    version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["id", "name", "description", "createdAt", "updatedAt", "version"]
 
     model_config = ConfigDict(

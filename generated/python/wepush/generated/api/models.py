@@ -164,8 +164,8 @@ class AllowedRange(BaseModel):
     Inclusive bounds a value must respect (for example the run's concurrency range).
     """
 
-    min: int = Field(..., examples=[1])
-    max: int = Field(..., examples=[200])
+    min: int = Field(..., examples=[1], le=2147483647)
+    max: int = Field(..., examples=[200], le=2147483647)
 
 
 class Workspace(BaseModel):
@@ -196,6 +196,7 @@ class Workspace(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -240,6 +241,7 @@ class WorkspaceUpdate(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -355,6 +357,7 @@ class Provider(BaseModel):
         description="Upper bound on in-flight requests the provider accepts; null when unbounded.",
         examples=[200],
         ge=1,
+        le=2147483647,
     )
     defaultTimeout: str | None = Field(
         None,
@@ -477,7 +480,7 @@ class ConnectionTestResult(BaseModel):
         examples=["Remote endpoint rejected the credentials (HTTP 401)."],
         max_length=2000,
     )
-    latencyMs: int = Field(..., examples=[182], ge=0)
+    latencyMs: int = Field(..., examples=[182], ge=0, le=9223372036854775807)
 
 
 class Message(BaseModel):
@@ -519,7 +522,7 @@ class Message(BaseModel):
         max_length=128,
         min_length=1,
     )
-    latestRevision: int = Field(..., examples=[1], ge=1)
+    latestRevision: int = Field(..., examples=[1], ge=1, le=2147483647)
     createdAt: AwareDatetime
     updatedAt: AwareDatetime
     version: int = Field(
@@ -527,6 +530,7 @@ class Message(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -597,6 +601,7 @@ class MessageUpdate(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -624,7 +629,7 @@ class MessageRevision(BaseModel):
         max_length=64,
         min_length=1,
     )
-    revision: int = Field(..., examples=[2], ge=1)
+    revision: int = Field(..., examples=[2], ge=1, le=2147483647)
     content: MessageContent
     contentHash: str = Field(
         ...,
@@ -645,7 +650,7 @@ class MessageRevisionCreate(BaseModel):
         extra="forbid",
     )
     content: MessageContent
-    basedOnRevision: int = Field(..., examples=[1], ge=1)
+    basedOnRevision: int = Field(..., examples=[1], ge=1, le=2147483647)
 
 
 class MessageRevisionPage(BaseModel):
@@ -695,9 +700,14 @@ class Audience(BaseModel):
         description="Revision of the newest snapshot; 0 when there is none.",
         examples=[2],
         ge=0,
+        le=2147483647,
     )
     recipientCount: int = Field(
-        ..., description="Recipients in the newest snapshot.", examples=[100000], ge=0
+        ...,
+        description="Recipients in the newest snapshot.",
+        examples=[100000],
+        ge=0,
+        le=9223372036854775807,
     )
     createdAt: AwareDatetime
     updatedAt: AwareDatetime
@@ -706,6 +716,7 @@ class Audience(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -750,6 +761,7 @@ class AudienceUpdate(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -842,10 +854,10 @@ class AudienceImportCreate(BaseModel):
 
 
 class AudienceImportCounts(BaseModel):
-    totalRows: int = Field(..., examples=[1003], ge=0)
-    acceptedRows: int = Field(..., examples=[1000], ge=0)
-    rejectedRows: int = Field(..., examples=[2], ge=0)
-    duplicateRows: int = Field(..., examples=[1], ge=0)
+    totalRows: int = Field(..., examples=[1003], ge=0, le=9223372036854775807)
+    acceptedRows: int = Field(..., examples=[1000], ge=0, le=9223372036854775807)
+    rejectedRows: int = Field(..., examples=[2], ge=0, le=9223372036854775807)
+    duplicateRows: int = Field(..., examples=[1], ge=0, le=9223372036854775807)
 
 
 class AudienceImport(BaseModel):
@@ -906,13 +918,13 @@ class RecipientFields(BaseModel):
 
 
 class AudienceImportPreviewRow(BaseModel):
-    lineNumber: int = Field(..., ge=1)
+    lineNumber: int = Field(..., ge=1, le=9223372036854775807)
     itemId: str | None = Field(None, max_length=256)
     fields: RecipientFields
 
 
 class AudienceImportRejectedRow(BaseModel):
-    lineNumber: int = Field(..., examples=[17], ge=1)
+    lineNumber: int = Field(..., examples=[17], ge=1, le=9223372036854775807)
     reason: str = Field(
         ..., examples=["Column count 3 does not match header count 2"], max_length=1024
     )
@@ -959,6 +971,7 @@ class AudienceImportCommit(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -981,8 +994,8 @@ class AudienceSnapshot(BaseModel):
         max_length=64,
         min_length=1,
     )
-    revision: int = Field(..., examples=[2], ge=1)
-    recipientCount: int = Field(..., examples=[100000], ge=0)
+    revision: int = Field(..., examples=[2], ge=1, le=2147483647)
+    recipientCount: int = Field(..., examples=[100000], ge=0, le=9223372036854775807)
     fields: list[RecipientFieldName] = Field(..., examples=[["mobile", "name"]])
     checksum: str = Field(
         ...,
@@ -1001,7 +1014,7 @@ class AudienceSnapshotPage(BaseModel):
 
 
 class Recipient(BaseModel):
-    sequence: int = Field(..., examples=[1], ge=1)
+    sequence: int = Field(..., examples=[1], ge=1, le=9223372036854775807)
     itemId: str = Field(..., examples=["customer-0001"], max_length=256, min_length=1)
     fields: RecipientFields
 
@@ -1222,15 +1235,15 @@ class RunCounts(BaseModel):
     At a terminal state total = succeeded + failed + unknown + unsent + skipped; pending and inFlight are non-zero only while the run executes. `retried` counts extra attempts and is not part of the sum.
     """
 
-    total: int = Field(..., examples=[1000], ge=0)
-    pending: int = Field(..., examples=[648], ge=0)
-    inFlight: int = Field(..., examples=[50], ge=0)
-    succeeded: int = Field(..., examples=[300], ge=0)
-    failed: int = Field(..., examples=[2], ge=0)
-    unknown: int = Field(..., examples=[0], ge=0)
-    unsent: int = Field(..., examples=[0], ge=0)
-    skipped: int = Field(..., examples=[0], ge=0)
-    retried: int = Field(..., examples=[7], ge=0)
+    total: int = Field(..., examples=[1000], ge=0, le=9223372036854775807)
+    pending: int = Field(..., examples=[648], ge=0, le=9223372036854775807)
+    inFlight: int = Field(..., examples=[50], ge=0, le=9223372036854775807)
+    succeeded: int = Field(..., examples=[300], ge=0, le=9223372036854775807)
+    failed: int = Field(..., examples=[2], ge=0, le=9223372036854775807)
+    unknown: int = Field(..., examples=[0], ge=0, le=9223372036854775807)
+    unsent: int = Field(..., examples=[0], ge=0, le=9223372036854775807)
+    skipped: int = Field(..., examples=[0], ge=0, le=9223372036854775807)
+    retried: int = Field(..., examples=[7], ge=0, le=9223372036854775807)
 
 
 class RunConcurrency(BaseModel):
@@ -1239,10 +1252,11 @@ class RunConcurrency(BaseModel):
         description="Effective permits now (may trail target while shrinking).",
         examples=[50],
         ge=0,
+        le=2147483647,
     )
-    target: int = Field(..., examples=[50], ge=1)
-    min: int = Field(..., examples=[1], ge=1)
-    max: int = Field(..., examples=[200], ge=1)
+    target: int = Field(..., examples=[50], ge=1, le=2147483647)
+    min: int = Field(..., examples=[1], ge=1, le=2147483647)
+    max: int = Field(..., examples=[200], ge=1, le=2147483647)
 
 
 class RunRate(BaseModel):
@@ -1288,9 +1302,9 @@ class RunItemState(StrEnum):
 
 class RunItem(BaseModel):
     itemId: str = Field(..., examples=["customer-0001"], max_length=256, min_length=1)
-    sequence: int = Field(..., ge=1)
+    sequence: int = Field(..., ge=1, le=9223372036854775807)
     state: RunItemState
-    attempts: int = Field(..., examples=[1], ge=0)
+    attempts: int = Field(..., examples=[1], ge=0, le=2147483647)
     errorCategory: ErrorCategory | None = None
     providerCode: str | None = Field(None, examples=["HTTP_503"], max_length=128)
     diagnostic: str | None = Field(
@@ -1339,7 +1353,9 @@ class RunCommand(BaseModel):
     type: RunCommandType
     state: RunCommandState
     reason: str | None = Field(None, description="CANCEL reason.", max_length=500)
-    target: int | None = Field(None, description="CHANGE_CONCURRENCY target.", ge=1)
+    target: int | None = Field(
+        None, description="CHANGE_CONCURRENCY target.", ge=1, le=2147483647
+    )
     rejectionReason: str | None = Field(None, max_length=2000)
     createdAt: AwareDatetime
     acknowledgedAt: AwareDatetime | None = None
@@ -1395,7 +1411,7 @@ class ResendConfirmation(BaseModel):
         min_length=1,
     )
     outcomes: list[ResendOutcome]
-    matchingItems: int = Field(..., examples=[12], ge=0)
+    matchingItems: int = Field(..., examples=[12], ge=0, le=9223372036854775807)
     confirmationToken: str = Field(
         ..., examples=["<confirmationToken>"], max_length=1024, min_length=1
     )
@@ -1445,7 +1461,7 @@ class RunEvent(BaseModel):
         max_length=64,
         min_length=1,
     )
-    sequence: int = Field(..., examples=[121], ge=1)
+    sequence: int = Field(..., examples=[121], ge=1, le=9223372036854775807)
     type: RunEventType
     occurredAt: AwareDatetime = Field(..., examples=["2026-08-22T08:31:00Z"])
     data: dict[str, Any] = Field(
@@ -1521,7 +1537,7 @@ class Artifact(BaseModel):
         examples=["failed.jsonl"],
         max_length=255,
     )
-    sizeBytes: int | None = Field(None, examples=[20480], ge=0)
+    sizeBytes: int | None = Field(None, examples=[20480], ge=0, le=9223372036854775807)
     sha256: str | None = Field(None, pattern="^[a-f0-9]{64}$")
     createdAt: AwareDatetime
     readyAt: AwareDatetime | None = None
@@ -1632,6 +1648,7 @@ class ScheduleUpdate(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -1676,8 +1693,8 @@ class AgentProviderRef(BaseModel):
 
 
 class AgentCapacity(BaseModel):
-    maxRuns: int = Field(..., examples=[2], ge=0)
-    maxConcurrency: int = Field(..., examples=[200], ge=0)
+    maxRuns: int = Field(..., examples=[2], ge=0, le=2147483647)
+    maxConcurrency: int = Field(..., examples=[200], ge=0, le=2147483647)
 
 
 class Kind(StrEnum):
@@ -1710,7 +1727,7 @@ class Agent(BaseModel):
     platform: AgentPlatform
     providers: list[AgentProviderRef]
     capacity: AgentCapacity
-    activeRuns: int = Field(..., examples=[1], ge=0)
+    activeRuns: int = Field(..., examples=[1], ge=0, le=2147483647)
     lastSeenAt: AwareDatetime | None = None
     createdAt: AwareDatetime
     disabledAt: AwareDatetime | None = None
@@ -2011,6 +2028,7 @@ class LeaseExecutionSnapshot(BaseModel):
         description="Incremented each time the run's lease is reassigned; writes from older epochs are rejected.",
         examples=[2],
         ge=1,
+        le=2147483647,
     )
     sha256: str = Field(
         ...,
@@ -2031,6 +2049,7 @@ class ArtifactUploadPlanRequest(BaseModel):
         description="Incremented each time the run's lease is reassigned; writes from older epochs are rejected.",
         examples=[2],
         ge=1,
+        le=2147483647,
     )
     fencingToken: str = Field(
         ...,
@@ -2043,7 +2062,7 @@ class ArtifactUploadPlanRequest(BaseModel):
     mediaType: str | None = Field(
         None, examples=["application/x-ndjson"], max_length=128
     )
-    sizeBytes: int = Field(..., examples=[20480], ge=0)
+    sizeBytes: int = Field(..., examples=[20480], ge=0, le=9223372036854775807)
     sha256: str = Field(
         ...,
         description="Lower-case hexadecimal SHA-256 digest.",
@@ -2092,6 +2111,7 @@ class ArtifactCommitRequest(BaseModel):
         description="Incremented each time the run's lease is reassigned; writes from older epochs are rejected.",
         examples=[2],
         ge=1,
+        le=2147483647,
     )
     fencingToken: str = Field(
         ...,
@@ -2100,7 +2120,7 @@ class ArtifactCommitRequest(BaseModel):
         max_length=256,
         min_length=1,
     )
-    sizeBytes: int = Field(..., ge=0)
+    sizeBytes: int = Field(..., ge=0, le=9223372036854775807)
     sha256: str = Field(
         ...,
         description="Lower-case hexadecimal SHA-256 digest.",
@@ -2215,6 +2235,7 @@ class Account(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -2291,7 +2312,7 @@ class RunConfirmation(BaseModel):
         max_length=64,
         min_length=1,
     )
-    messageRevision: int = Field(..., ge=1)
+    messageRevision: int = Field(..., ge=1, le=2147483647)
     audienceSnapshotId: str = Field(
         ...,
         description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.",
@@ -2299,7 +2320,7 @@ class RunConfirmation(BaseModel):
         max_length=64,
         min_length=1,
     )
-    recipientCount: int = Field(..., examples=[100000], ge=0)
+    recipientCount: int = Field(..., examples=[100000], ge=0, le=9223372036854775807)
     policies: ExecutionPolicies
     dryRun: bool
     estimatedDuration: str | None = Field(
@@ -2347,6 +2368,7 @@ class RunSnapshotRef(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
     messageId: str = Field(
         ...,
@@ -2355,7 +2377,7 @@ class RunSnapshotRef(BaseModel):
         max_length=64,
         min_length=1,
     )
-    messageRevision: int = Field(..., ge=1)
+    messageRevision: int = Field(..., ge=1, le=2147483647)
     audienceSnapshotId: str = Field(
         ...,
         description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.",
@@ -2363,7 +2385,7 @@ class RunSnapshotRef(BaseModel):
         max_length=64,
         min_length=1,
     )
-    audienceRevision: int = Field(..., ge=1)
+    audienceRevision: int = Field(..., ge=1, le=2147483647)
     providerId: str = Field(
         ...,
         description="Stable provider identifier as declared in the provider descriptor.",
@@ -2389,6 +2411,7 @@ class RunLeaseSummary(BaseModel):
         description="Incremented each time the run's lease is reassigned; writes from older epochs are rejected.",
         examples=[2],
         ge=1,
+        le=2147483647,
     )
     state: State
     expiresAt: AwareDatetime
@@ -2484,6 +2507,7 @@ class Run(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -2551,6 +2575,7 @@ class Schedule(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -2623,6 +2648,7 @@ class AccountUpdate(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -2672,7 +2698,7 @@ class Job(BaseModel):
         max_length=64,
         min_length=1,
     )
-    messageRevision: int = Field(..., examples=[2], ge=1)
+    messageRevision: int = Field(..., examples=[2], ge=1, le=2147483647)
     audienceSnapshotId: str = Field(
         ...,
         description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.",
@@ -2695,6 +2721,7 @@ class Job(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
@@ -2729,7 +2756,7 @@ class JobCreate(BaseModel):
         max_length=64,
         min_length=1,
     )
-    messageRevision: int = Field(..., ge=1)
+    messageRevision: int = Field(..., ge=1, le=2147483647)
     audienceSnapshotId: str = Field(
         ...,
         description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.",
@@ -2775,7 +2802,7 @@ class JobUpdate(BaseModel):
         max_length=64,
         min_length=1,
     )
-    messageRevision: int = Field(..., ge=1)
+    messageRevision: int = Field(..., ge=1, le=2147483647)
     audienceSnapshotId: str = Field(
         ...,
         description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.",
@@ -2789,6 +2816,7 @@ class JobUpdate(BaseModel):
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
         examples=[3],
         ge=1,
+        le=2147483647,
     )
 
 
