@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fixtures.db import _create_postgres_database, _drop_postgres_database, _postgres_url
 from tests.fuzz._seed import seed_workspace
 from tests.helpers_process import ServiceProcess, running_service
 
@@ -29,11 +31,29 @@ class FuzzTarget:
         return {"Authorization": f"Bearer {self.token}"}
 
 
-@pytest.fixture(scope="session")
-def fuzz_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
-    data_dir: Path = tmp_path_factory.mktemp("fuzz") / "data"
+@pytest.fixture(scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def fuzz_target(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FuzzTarget]:
+    """The Service on each database: PostgreSQL refuses text SQLite stores (NUL, say), and its INTEGER
+    is 32 bits, so inputs that pass on one can fail on the other."""
+    with contextlib.ExitStack() as stack:
+        env = _database_env(request, stack)
+        yield stack.enter_context(_seeded_service(tmp_path_factory.mktemp("fuzz") / "data", env))
+
+
+def _database_env(request: pytest.FixtureRequest, stack: contextlib.ExitStack) -> dict[str, str]:
+    if request.param == "sqlite":
+        return {}
+    name = _create_postgres_database(template=request.getfixturevalue("postgres_template"))
+    stack.callback(_drop_postgres_database, name)
+    return {"WEPUSH_DATABASE_TYPE": "postgresql", "WEPUSH_DATABASE_URL": _postgres_url(name)}
+
+
+@contextlib.contextmanager
+def _seeded_service(data_dir: Path, database_env: dict[str, str]) -> Iterator[FuzzTarget]:
     # The seeded account sends to loopback only, which the Service allows when told it is under test.
-    env = {"WEPUSH_SECURITY_LOOPBACK_TARGETS_FOR_TESTS": "true"}
+    env = {"WEPUSH_SECURITY_LOOPBACK_TARGETS_FOR_TESTS": "true", **database_env}
     with running_service(data_dir, extra_env=env) as service:
         token = (data_dir / "bootstrap-admin.token").read_text(encoding="utf-8").strip()
         headers = {"Authorization": f"Bearer {token}"}

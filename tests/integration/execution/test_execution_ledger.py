@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -148,6 +149,31 @@ async def test_results_are_recorded_once_and_a_redelivered_batch_changes_nothing
     assert item is not None
     assert (item.state, item.attempt, item.version) == (StoredState.SUCCEEDED, 2, 2)
     assert [i.sequence for i in page.items] == [1, 2, 3, 4]
+
+
+async def test_a_vendor_answer_no_column_holds_is_recorded_made_safe(
+    uow: SqlUnitOfWorkFactory, world: World, make_ledger: LedgerFactory
+) -> None:
+    # NUL (PostgreSQL), a lone surrogate (no driver encodes it) or an over-long id (a VARCHAR) used to
+    # fail the batch on every retry; each ledger keeps the outcome with the text made safe.
+    ledger = make_ledger(uow)
+    run = await create_run(uow, world)
+    claimed = await claim_run(uow, world, run)
+    odd = replace(
+        _result(1, ItemState.FAILED),
+        provider_code="E\x00" + "c" * 300,
+        diagnostic="bad\x00byte \ud800",
+        external_request_id="r" * 400,
+    )
+    await ledger.record_results(claimed.fence, utc_now(), run.workspace_id, run.id, [odd, _result(2)])
+    async with uow(read_only=True) as unit:
+        item = await unit.run_items.get(run.id, "item-1")
+        counts = await unit.run_items.count_by_state(run.id)
+    assert counts == {StoredState.FAILED: 1, StoredState.SUCCEEDED: 1}
+    assert item is not None
+    assert item.diagnostic == "bad\ufffdbyte \ufffd"
+    assert item.provider_code == "E\ufffd" + "c" * 125 + "…"
+    assert item.external_request_id == "r" * 255 + "…"
 
 
 async def test_the_mark_only_rises_and_every_write_proves_the_fence(

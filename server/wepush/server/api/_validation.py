@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -29,13 +30,15 @@ from connexion.validators import (
     TextResponseBodyValidator,
 )
 from jsonschema import Draft4Validator, ValidationError
-from starlette.types import Scope, Send
+from starlette.types import Receive, Scope, Send
 
 _log = logging.getLogger("wepush.server.api")
 _MAX_DETAIL = 1000
 _MAX_NAME = 64
 #: Messages of these rules name schema facts or property names only, never a submitted value.
 _SAFE_MESSAGES = frozenset({"required", "additionalProperties", "minProperties", "maxProperties"})
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE_RULE = "must not contain NUL (\\u0000) or an unpaired surrogate (\\ud800-\\udfff)"
 
 
 def _path(error: ValidationError) -> str:
@@ -81,6 +84,9 @@ class SafeParameterValidator(ParameterValidator):  # type: ignore[misc]
             return None
         if value is None:
             return f"{_parameter(parameter_type, name)}: is required" if param.get("required") else None
+        if unstorable_text(value) is not None:
+            # An id or filter holding NUL can match nothing, and PostgreSQL refuses it as a bound value.
+            return f"{_parameter(parameter_type, name)}: {_UNSTORABLE_RULE}"
         schema = param.get("schema", param)
         try:
             Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER).validate(value)
@@ -100,6 +106,15 @@ class SafeParameterValidator(ParameterValidator):  # type: ignore[misc]
 
 
 class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[misc]
+    async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
+        # Connexion validates a body sent without a Content-Type as the operation's JSON, but the
+        # handler then receives the raw bytes; saying so in the scope gives the handler the document
+        # that was validated.
+        if not any(name == b"content-type" for name, _ in scope.get("headers", ())):
+            scope = {**scope, "headers": [*scope.get("headers", ()), (b"content-type", b"application/json")]}
+        wrapped: tuple[Receive, Scope] = await super().wrap_receive(receive, scope=scope)
+        return wrapped
+
     async def _parse(self, stream: AsyncGenerator[bytes, None], scope: Scope) -> Any:
         raw = b"".join([chunk async for chunk in stream])
         try:
@@ -109,12 +124,18 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
         if not text:
             return None
         try:
-            return json.loads(text)
+            document = json.loads(text)
         except json.JSONDecodeError as exc:
             # Position only: the message of JSONDecodeError never includes the document.
             raise BadRequestProblem(
                 detail=f"/: malformed JSON at line {exc.lineno} column {exc.colno}"
             ) from None
+        # Only a \u escape can put NUL or a lone surrogate into a JSON string.
+        if "\\u" in text:
+            where = unstorable_text(document)
+            if where is not None:
+                raise BadRequestProblem(detail=f"{where}: {_UNSTORABLE_RULE}")
+        return document
 
     def _validate(self, body: Any) -> dict[str, Any] | None:
         if not self._nullable and body is None:
@@ -126,6 +147,37 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
             detail = describe(error)
             _log.info("request body rejected: %s", detail)
             raise BadRequestProblem(detail=detail) from None
+
+
+def unstorable_text(document: Any, where: str = "") -> str | None:
+    """The JSON pointer of the first key or string holding a character no text column stores: NUL
+    (PostgreSQL refuses it in TEXT and JSONB) or an unpaired surrogate (not encodable as UTF-8)."""
+    if isinstance(document, str):
+        return (where or "/") if _unstorable(document) else None
+    if isinstance(document, dict):
+        for key, value in document.items():
+            path = f"{where}/{_pointer_token(key)}"
+            if _unstorable(key):
+                return path
+            found = unstorable_text(value, path)
+            if found is not None:
+                return found
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            found = unstorable_text(value, f"{where}/{index}")
+            if found is not None:
+                return found
+    return None
+
+
+def _unstorable(text: str) -> bool:
+    return "\x00" in text or (not text.isascii() and _SURROGATE.search(text) is not None)
+
+
+def _pointer_token(key: str) -> str:
+    # RFC 6901; a key that cannot be shown safely is shown by its position's nature, not its text.
+    shown = key.replace("~", "~0").replace("/", "~1")
+    return shown if not _unstorable(shown) and len(shown) <= _MAX_NAME else "<key>"
 
 
 class StreamedResponse(AbstractResponseBodyValidator):  # type: ignore[misc]

@@ -73,6 +73,8 @@ from ._resources import (
     Schedule,
 )
 from ._run import (
+    EXTERNAL_REQUEST_ID_MAX_CHARS,
+    PROVIDER_CODE_MAX_CHARS,
     RESENDABLE_ITEM_STATES,
     ItemResult,
     ItemState,
@@ -101,7 +103,9 @@ from ._uow import UnitOfWork, UnitOfWorkFactory
 from ._workspace import ApiToken, Workspace, WorkspaceMember, WorkspaceRole
 
 __all__ = [
+    "EXTERNAL_REQUEST_ID_MAX_CHARS",
     "MAX_PAGE_LIMIT",
+    "PROVIDER_CODE_MAX_CHARS",
     "RESENDABLE_ITEM_STATES",
     "TERMINAL_RUN_STATES",
     "Account",

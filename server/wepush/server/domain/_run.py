@@ -77,10 +77,18 @@ RESENDABLE_ITEM_STATES: frozenset[ItemState] = frozenset(
 )
 
 
+#: Longest provider code and external request id an item result keeps (the run_item columns).
+PROVIDER_CODE_MAX_CHARS = 128
+EXTERNAL_REQUEST_ID_MAX_CHARS = 256
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ItemResult:
     """An item outcome reported for one attempt. Re-reporting the same item and attempt is a no-op;
-    a higher attempt replaces the stored outcome, a lower one is ignored."""
+    a higher attempt replaces the stored outcome, a lower one is ignored.
+
+    ``provider_code`` holds at most :data:`PROVIDER_CODE_MAX_CHARS` characters and
+    ``external_request_id`` at most :data:`EXTERNAL_REQUEST_ID_MAX_CHARS`."""
 
     item_id: str
     sequence: int

@@ -40,7 +40,7 @@ from ._policies import (
 )
 from ._recipients import RecipientScope, SnapshotRecipientSource, read_recipients
 from ._recovery import EXECUTING_STATES, RecoveryOutcome, RunRecovery
-from ._results import FencedResultSink, engine_result, stored_result
+from ._results import FencedResultSink, engine_result, storable_text, stored_result
 from ._retention import ArtifactRetention, RetentionReport
 from ._secrets import StoredSecretResolver, open_secret_record
 from ._settle import SETTLED_CODE, SettledItems, settle_items
@@ -139,5 +139,6 @@ __all__ = [
     "secret_names",
     "settle_items",
     "snapshot_for_job",
+    "storable_text",
     "stored_result",
 ]

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from wepush.agent.engine import ErrorCategory, RecipientValue
 from wepush.agent.engine import ItemResult as EngineItemResult
 from wepush.agent.engine import ItemState as EngineItemState
-from wepush.server.domain import ItemResult, ItemState, RunItem
+from wepush.server.domain import (
+    EXTERNAL_REQUEST_ID_MAX_CHARS,
+    PROVIDER_CODE_MAX_CHARS,
+    ItemResult,
+    ItemState,
+    RunItem,
+)
 
 from ._fence import LeaseGuard
 
 if TYPE_CHECKING:
     from ._ledger import ExecutionLedger
 
-__all__ = ["FencedResultSink", "engine_result", "stored_result"]
+__all__ = ["FencedResultSink", "engine_result", "storable_text", "stored_result"]
 
 
 # A dict lookup: calling an enum by value costs more than the rest of the mapping.
 _STORED_STATES = {state: ItemState(state.value) for state in EngineItemState}
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def stored_result(result: EngineItemResult) -> ItemResult:
@@ -31,11 +39,24 @@ def stored_result(result: EngineItemResult) -> ItemResult:
         state=_STORED_STATES[result.state],
         attempt=result.attempt,
         error_category=None if category is None else category.value,
-        provider_code=result.provider_code,
-        diagnostic=result.diagnostic,
-        external_request_id=result.external_request_id,
+        provider_code=storable_text(result.provider_code, PROVIDER_CODE_MAX_CHARS),
+        diagnostic=storable_text(result.diagnostic),
+        external_request_id=storable_text(result.external_request_id, EXTERNAL_REQUEST_ID_MAX_CHARS),
         finished_at=result.finished_at,
     )
+
+
+def storable_text(text: str | None, limit: int | None = None) -> str | None:
+    """``text`` as the database can keep it. These strings come from channel vendors through a provider:
+    PostgreSQL refuses NUL, no driver encodes a lone surrogate, and a VARCHAR refuses what is longer
+    than it; any of them would fail the whole batch of results, and the run with it, on every retry."""
+    if text is None:
+        return None
+    if not text.isascii() or "\x00" in text:
+        text = _UNSTORABLE.sub("\ufffd", text)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
 
 
 def engine_result(item: RunItem, recipient: Mapping[str, RecipientValue] | None) -> EngineItemResult:

@@ -17,6 +17,8 @@ from sqlalchemy import (
     text,
 )
 
+from wepush.server.domain import EXTERNAL_REQUEST_ID_MAX_CHARS, PROVIDER_CODE_MAX_CHARS
+
 from ._metadata import ID_LENGTH, audit_columns, id_column, metadata, ref_column, workspace_column
 from ._tables_audience import ITEM_KEY_LENGTH
 from ._types import JSON_DOCUMENT, UtcDateTime
@@ -81,9 +83,9 @@ run_item = Table(
     Column("state", String(16), nullable=False),
     Column("attempt", Integer, nullable=False),
     Column("error_category", String(32), nullable=True),
-    Column("provider_code", String(128), nullable=True),
+    Column("provider_code", String(PROVIDER_CODE_MAX_CHARS), nullable=True),
     Column("diagnostic", Text, nullable=True),
-    Column("external_request_id", String(256), nullable=True),
+    Column("external_request_id", String(EXTERNAL_REQUEST_ID_MAX_CHARS), nullable=True),
     Column("finished_at", UtcDateTime(), nullable=True),
     *audit_columns(),
     UniqueConstraint("run_id", "item_id"),
