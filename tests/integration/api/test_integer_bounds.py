@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.helpers_app import RunningApp
 from tests.integration.api._support import default_workspace, service
 from tests.integration.api._support_content import create_audience, create_message, ws_url
@@ -35,12 +33,10 @@ async def _check_bounds(app: RunningApp) -> None:
     assert (missing.status_code, missing.json()["code"]) == (404, "RESOURCE_NOT_FOUND")
 
 
-async def test_out_of_range_integers_are_refused_on_sqlite(tmp_path: Path) -> None:
-    async with service(tmp_path) as app:
-        await _check_bounds(app)
-
-
-@pytest.mark.postgres
-async def test_out_of_range_integers_are_refused_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
-    async with service(tmp_path, WEPUSH_DATABASE_TYPE="postgresql", WEPUSH_DATABASE_URL=postgres_url) as app:
+async def test_out_of_range_integers_are_refused_on_each_database(
+    tmp_path: Path, database_backend: str, database_url: str
+) -> None:
+    async with service(
+        tmp_path, WEPUSH_DATABASE_TYPE=database_backend, WEPUSH_DATABASE_URL=database_url
+    ) as app:
         await _check_bounds(app)

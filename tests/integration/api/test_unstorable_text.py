@@ -11,8 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.helpers_app import RunningApp
 from tests.integration.api._support import accounts_url, default_workspace, http_account, service
 from tests.integration.api._support_content import HTTP_CONTENT, create_audience, ws_url
@@ -71,14 +69,12 @@ async def _check(app: RunningApp) -> None:
     assert [audience["name"] for audience in listed] == ["VIP 😀"]
 
 
-async def test_unstorable_text_is_refused_on_sqlite(tmp_path: Path) -> None:
-    async with service(tmp_path) as app:
-        await _check(app)
-
-
-@pytest.mark.postgres
-async def test_unstorable_text_is_refused_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
-    async with service(tmp_path, WEPUSH_DATABASE_TYPE="postgresql", WEPUSH_DATABASE_URL=postgres_url) as app:
+async def test_unstorable_text_is_refused_on_each_database(
+    tmp_path: Path, database_backend: str, database_url: str
+) -> None:
+    async with service(
+        tmp_path, WEPUSH_DATABASE_TYPE=database_backend, WEPUSH_DATABASE_URL=database_url
+    ) as app:
         await _check(app)
 
 
