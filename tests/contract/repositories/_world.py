@@ -21,6 +21,7 @@ from wepush.server.domain import (
     SecretRecord,
     StagedRow,
     StagedRowStatus,
+    UnitOfWork,
     UnitOfWorkFactory,
     Workspace,
 )
@@ -92,18 +93,26 @@ def rejected(line: int, reason_code: str = "MISSING_FIELD") -> StagedRow:
     )
 
 
+async def stage_import(
+    uow: UnitOfWork, audience_import: AudienceImport, rows: list[StagedRow]
+) -> AudienceImport:
+    """Add ``audience_import``, stage ``rows``, mark duplicates and count, as an upload leaves it (STAGED)."""
+    await uow.audience_imports.add(audience_import)
+    await uow.audience_imports.stage_rows(audience_import.id, rows)
+    await uow.audience_imports.mark_duplicates(audience_import.id)
+    counts = await uow.audience_imports.count_staged(audience_import.id)
+    return await uow.audience_imports.update(
+        replace(audience_import, state=ImportState.STAGED, counts=counts)
+    )
+
+
 async def commit_audience(
     uow_factory: UnitOfWorkFactory, audience: Audience, rows: list[StagedRow], now: datetime
 ) -> tuple[Audience, AudienceSnapshot]:
     """Stage ``rows``, mark duplicates and commit; returns the updated audience and its new snapshot."""
-    audience_import = new_import(audience.workspace_id, audience.id, now, ["mobile", "name"])
     async with uow_factory() as uow:
-        await uow.audience_imports.add(audience_import)
-        await uow.audience_imports.stage_rows(audience_import.id, rows)
-        await uow.audience_imports.mark_duplicates(audience_import.id)
-        counts = await uow.audience_imports.count_staged(audience_import.id)
-        staged = await uow.audience_imports.update(
-            replace(audience_import, state=ImportState.STAGED, counts=counts)
+        staged = await stage_import(
+            uow, new_import(audience.workspace_id, audience.id, now, ["mobile", "name"]), rows
         )
         current = await uow.audiences.get(audience.workspace_id, audience.id)
         committed = await uow.audience_imports.commit(current, staged)

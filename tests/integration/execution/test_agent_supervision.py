@@ -24,6 +24,10 @@ class BreakableDatabase:
             raise ConnectionError("database unreachable")
         return self.inner(read_only=read_only)
 
+    @property
+    def concurrent(self) -> bool:
+        return self.inner.concurrent
+
 
 async def test_a_claimer_that_keeps_failing_shuts_the_agent_down_and_reports_why(
     uow: SqlUnitOfWorkFactory,

@@ -50,6 +50,10 @@ class _CountingFactory:
     def __call__(self, *, read_only: bool = False) -> Any:
         return _CountedUnit(self._inner(read_only=read_only), self, read_only)
 
+    @property
+    def concurrent(self) -> bool:
+        return self._inner.concurrent
+
 
 @pytest.fixture
 async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore) -> World:

@@ -8,6 +8,7 @@ copies the accepted rows into a new immutable snapshot with one ``INSERT … SEL
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -372,7 +373,16 @@ class ImportService:
             trace_id=trace_id,
         )
         now = self._deps.clock()
-        async with self._deps.uow() as uow:
+        # The checksum is read on a connection of its own while the recipients are copied. It is taken
+        # from the pool before the write transaction begins, so a commit holding SQLite's write lock
+        # never waits for a pooled connection held by writers queued behind that lock.
+        async with contextlib.AsyncExitStack() as stack:
+            reader = (
+                await stack.enter_async_context(self._deps.uow(read_only=True))
+                if self._deps.uow.concurrent
+                else None
+            )
+            uow = await stack.enter_async_context(self._deps.uow())
 
             async def commit_import() -> Outcome:
                 found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
@@ -392,7 +402,9 @@ class ImportService:
                 audience = await uow.audiences.get(workspace_id, audience_id)
                 if audience.version != audience_version:
                     raise VersionConflict("audience", audience_id, audience_version)
-                committed = await uow.audience_imports.commit(audience, found)
+                committed = await uow.audience_imports.commit(
+                    audience, found, digest_from=None if reader is None else reader.audience_imports
+                )
                 snapshot = committed.snapshot
                 await self._deps.auditor.record(
                     uow,

@@ -20,6 +20,7 @@ from ._agent import (
     OutboxState,
 )
 from ._audience import (
+    AcceptedDigest,
     Audience,
     AudienceImport,
     AudienceSnapshot,
@@ -108,6 +109,7 @@ __all__ = [
     "PROVIDER_CODE_MAX_CHARS",
     "RESENDABLE_ITEM_STATES",
     "TERMINAL_RUN_STATES",
+    "AcceptedDigest",
     "Account",
     "AccountRepository",
     "Agent",

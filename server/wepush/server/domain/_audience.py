@@ -130,6 +130,15 @@ class AudienceSnapshot:
     version: int = 1
 
 
+@dataclass(frozen=True, slots=True)
+class AcceptedDigest:
+    """What a snapshot records of its recipients: SHA-256 over ``item_key TAB canonical-fields LF`` of
+    the ACCEPTED staging rows in line order (hex), and how many rows that was."""
+
+    checksum: str
+    rows: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Recipient:
     """One recipient of a snapshot; ``sequence`` is 1-based and dense in input order."""

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 from ._audience import (
+    AcceptedDigest,
     Audience,
     AudienceImport,
     AudienceSnapshot,
@@ -88,13 +89,29 @@ class AudienceImportRepository(Protocol):
         """Rows in line order; the page position is the last line number read."""
         ...
 
-    async def commit(self, audience: Audience, audience_import: AudienceImport) -> CommittedImport:
+    async def accepted_digest(self, import_id: str) -> AcceptedDigest:
+        """The checksum and number of the import's ACCEPTED rows (once its duplicates are marked),
+        streamed from the database so memory stays flat for any audience size."""
+        ...
+
+    async def commit(
+        self,
+        audience: Audience,
+        audience_import: AudienceImport,
+        *,
+        digest_from: AudienceImportRepository | None = None,
+    ) -> CommittedImport:
         """Turn the ACCEPTED rows of a STAGED import into the audience's next snapshot.
 
         Recipients are copied with one ``INSERT … SELECT`` from the staging table (sequence = rank in
         line order, from 1), so no row passes through the process. ``audience.version`` and
         ``audience_import.version`` are re-checked (:class:`VersionConflict`); an import that is not
         STAGED raises :class:`ImportStateConflict`.
+
+        ``digest_from``: a repository on another connection (a read-only unit of work) that reads the
+        snapshot's :meth:`accepted_digest` while this one copies the recipients, so the two overlap; by
+        default the digest is read first, on this connection. A digest whose row count differs from the
+        rows copied fails the commit (:class:`ImportStateConflict`) instead of recording a wrong checksum.
         """
         ...
 

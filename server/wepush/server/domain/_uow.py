@@ -74,3 +74,9 @@ class UnitOfWorkFactory(Protocol):
     instead of taking the write lock up front."""
 
     def __call__(self, *, read_only: bool = False) -> UnitOfWork: ...
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether two units of work run on two connections at once (an in-memory SQLite database is
+        one connection shared by all, so a second unit of work would join the first's transaction)."""
+        ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Collection, Sequence
@@ -29,8 +30,10 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.sql import Select
 
 from wepush.server.domain import (
+    AcceptedDigest,
     Audience,
     AudienceImport,
+    AudienceImportRepository,
     AudienceSnapshot,
     CommittedImport,
     ImportCounts,
@@ -45,6 +48,7 @@ from wepush.server.domain import (
     StagedRow,
     StagedRowStatus,
     VersionConflict,
+    new_id,
     staged_record,
 )
 
@@ -323,17 +327,46 @@ class SqlAudienceImportRepository(SqlRepository):
             key=lambda r: r.line_number,
         )
 
-    async def commit(self, audience_: Audience, audience_import_: AudienceImport) -> CommittedImport:
+    async def commit(
+        self,
+        audience_: Audience,
+        audience_import_: AudienceImport,
+        *,
+        digest_from: AudienceImportRepository | None = None,
+    ) -> CommittedImport:
         now = self._clock()
         await self._claim_for_commit(audience_import_)
-        checksum, count = await self._accepted_checksum(audience_import_.id)
+        snapshot_id = new_id()
+        if digest_from is None:
+            digest = await self.accepted_digest(audience_import_.id)
+            copied = await self._copy_recipients(audience_import_.id, snapshot_id)
+        else:
+            # The copy runs inside the database and the digest is mostly this process's own work
+            # (decoding and hashing every row), so reading it on the other connection meanwhile takes
+            # it off the commit's critical path. The staged rows of a STAGED import change only with
+            # its state, which this transaction has just claimed, so both read the same rows.
+            reading = asyncio.ensure_future(digest_from.accepted_digest(audience_import_.id))
+            try:
+                copied = await self._copy_recipients(audience_import_.id, snapshot_id)
+                digest = await reading
+            finally:
+                await _settled(reading)
+        if digest.rows != copied:
+            raise ImportStateConflict(
+                audience_import_.id,
+                ImportState.STAGED.value,
+                "commit",
+                why=f"audience import {audience_import_.id} changed while it was being committed "
+                f"({copied} rows copied, {digest.rows} read for the checksum); commit it again",
+            )
         snapshot = AudienceSnapshot(
+            id=snapshot_id,
             workspace_id=audience_.workspace_id,
             audience_id=audience_.id,
             revision=audience_.latest_revision + 1,
-            recipient_count=count,
+            recipient_count=copied,
             fields=list(audience_import_.columns),
-            checksum=checksum,
+            checksum=digest.checksum,
             source_import_id=audience_import_.id,
             created_at=now,
             updated_at=now,
@@ -347,27 +380,13 @@ class SqlAudienceImportRepository(SqlRepository):
                 {
                     "latest_snapshot_id": snapshot.id,
                     "latest_revision": snapshot.revision,
-                    "recipient_count": count,
+                    "recipient_count": copied,
                 },
                 audience.c.workspace_id == audience_.workspace_id,
                 audience.c.deleted_at.is_(None),
             )
         )
         await self._conn.execute(audience_snapshot.insert().values(**_SNAPSHOT.to_values(snapshot)))
-        staged = audience_import_row
-        # Staging keeps canonical text; the recipients column is JSONB on PostgreSQL.
-        fields = type_coerce(staged.c.fields_json, Text())
-        copy = select(
-            literal(snapshot.id, String(ID_LENGTH)),
-            func.row_number().over(order_by=staged.c.line_number),
-            staged.c.item_key,
-            cast(fields, JSONB) if self._is_postgresql else fields,
-        ).where(staged.c.import_id == audience_import_.id, staged.c.status == StagedRowStatus.ACCEPTED.value)
-        await self._conn.execute(
-            insert(audience_recipient).from_select(
-                ["snapshot_id", "sequence", "item_key", "fields_json"], copy
-            )
-        )
         committed = await self._one(
             update(audience_import)
             .where(audience_import.c.id == audience_import_.id)
@@ -378,6 +397,25 @@ class SqlAudienceImportRepository(SqlRepository):
         return CommittedImport(
             audience=updated_audience, snapshot=snapshot, audience_import=_IMPORT.from_row(committed)
         )
+
+    async def _copy_recipients(self, import_id: str, snapshot_id: str) -> int:
+        """The snapshot's recipients, numbered in line order, with one ``INSERT … SELECT``; returns how
+        many rows it copied."""
+        staged = audience_import_row
+        # Staging keeps canonical text; the recipients column is JSONB on PostgreSQL.
+        fields = type_coerce(staged.c.fields_json, Text())
+        copy = select(
+            literal(snapshot_id, String(ID_LENGTH)),
+            func.row_number().over(order_by=staged.c.line_number),
+            staged.c.item_key,
+            cast(fields, JSONB) if self._is_postgresql else fields,
+        ).where(staged.c.import_id == import_id, staged.c.status == StagedRowStatus.ACCEPTED.value)
+        result = await self._conn.execute(
+            insert(audience_recipient).from_select(
+                ["snapshot_id", "sequence", "item_key", "fields_json"], copy
+            )
+        )
+        return int(result.rowcount)
 
     async def _claim_for_commit(self, audience_import_: AudienceImport) -> None:
         """STAGED → COMMITTED with the version check, before any heavy copying."""
@@ -410,7 +448,7 @@ class SqlAudienceImportRepository(SqlRepository):
             raise ImportStateConflict(audience_import_.id, current["state"], "commit")
         raise VersionConflict("audience_import", audience_import_.id, audience_import_.version)
 
-    async def _accepted_checksum(self, import_id: str) -> tuple[str, int]:
+    async def accepted_digest(self, import_id: str) -> AcceptedDigest:
         """SHA-256 over ``item_key TAB canonical-fields LF`` of the accepted rows in line order, and their
         number, streamed from the database so memory stays flat for any audience size.
 
@@ -433,13 +471,13 @@ class SqlAudienceImportRepository(SqlRepository):
 
             await driver.copy_from_query(_ACCEPTED_ROWS_PG, import_id, accepted, output=take)
             decoder.finish()
-            return digest.hexdigest(), count
+            return AcceptedDigest(digest.hexdigest(), count)
         count = 0
         async with driver.execute(_ACCEPTED_LINES_SQLITE, (import_id, accepted)) as rows:
             while records := await rows.fetchmany(_CHECKSUM_CHUNK):
                 digest.update("".join(line for (line,) in records).encode())
                 count += len(records)
-        return digest.hexdigest(), count
+        return AcceptedDigest(digest.hexdigest(), count)
 
     async def discard_staging(self, import_id: str) -> int:
         result = await self._conn.execute(
@@ -495,3 +533,19 @@ class SqlAudienceImportRepository(SqlRepository):
 
 
 __all__ = ["DUPLICATE_ITEM_KEY", "SqlAudienceImportRepository", "SqlAudienceRepository"]
+
+
+async def _settled(reading: asyncio.Future[AcceptedDigest]) -> None:
+    """Stop a digest still being read (the commit failed first) and wait until its connection is idle,
+    so its unit of work ends cleanly. Its own error is not the commit's to report; the cancellation of
+    the commit itself still propagates."""
+    if not reading.done():
+        reading.cancel()
+    try:
+        await reading
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+    except Exception:  # noqa: S110  # the commit is already failing with its own error
+        pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
+from sqlalchemy.pool import SingletonThreadPool, StaticPool
 
 from wepush.server.domain import Clock, utc_now
 
@@ -194,6 +195,10 @@ class SqlUnitOfWorkFactory:
     def clock(self) -> Clock:
         """The clock the repositories stamp rows with."""
         return self._clock
+
+    @property
+    def concurrent(self) -> bool:
+        return not isinstance(self._engine.sync_engine.pool, StaticPool | SingletonThreadPool)
 
     def __call__(self, *, read_only: bool = False) -> SqlUnitOfWork:
         return SqlUnitOfWork(self._engine, clock=self._clock, read_only=read_only)
