@@ -15,9 +15,11 @@ from wepush.server.domain import (
     ImportState,
     ImportStateConflict,
     PageRequest,
+    StagedRow,
     StagedRowStatus,
     VersionConflict,
     canonical_json,
+    staged_record,
 )
 from wepush.server.infra.db import DUPLICATE_ITEM_KEY, SqlUnitOfWorkFactory
 
@@ -231,3 +233,45 @@ async def test_the_checksum_hashes_the_stored_text_of_awkward_values_exactly(
         "".join(f"{r.item_key}\t{canonical_json(r.fields)}\n" for r in awkward).encode()
     ).hexdigest()
     assert (snapshot.recipient_count, snapshot.checksum) == (6, expected)
+
+
+@pytest.mark.parametrize("accepted_rows", [999, 1000, 2345])
+async def test_a_bulk_batch_is_staged_as_it_was_given_whatever_its_size(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock, accepted_rows: int
+) -> None:
+    # SQLite binds whole statements of accepted rows and sends the rest as JSON: a batch on either side of
+    # a statement's size, with awkward text and other rows among the accepted ones, must read back whole.
+    audience = await _audience(uow_factory, db_clock)
+    audience_import = new_import(audience.workspace_id, audience.id, db_clock.now, ["mobile", "name"])
+    awkward = ["plain", 'quote " and \\ backslash', "tab\tnew\nline", "名字 🎉", "", "\x01\x7f"]
+    rows: list[StagedRow] = []
+    for n in range(1, accepted_rows + 1):
+        name = awkward[n % len(awkward)]
+        rows.append(
+            StagedRow(
+                line_number=2 * n,
+                status=StagedRowStatus.ACCEPTED,
+                item_key=f"k{n}",
+                fields={"mobile": f"k{n}", "name": name},
+            )
+        )
+        if n % 400 == 0:
+            rows.append(rejected(2 * n + 1))
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(audience_import)
+        staged = await uow.audience_imports.stage_records(
+            [staged_record(audience_import.id, r) for r in rows]
+        )
+    read: list[StagedRow] = []
+    after: int | None = None
+    async with uow_factory(read_only=True) as uow:
+        while True:
+            page = await uow.audience_imports.list_staged(
+                audience_import.id, PageRequest(limit=100, after=after)
+            )
+            read += page.items
+            if not page.has_more:
+                break
+            after = page.next_after
+    assert staged == len(rows)
+    assert read == rows

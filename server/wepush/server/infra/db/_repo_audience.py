@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
+import sqlite3
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import (
     String,
@@ -112,6 +114,32 @@ _STAGE_ACCEPTED_SQLITE = str(
     )
     .compile(dialect=sqlite.dialect())
 )
+
+
+def _sqlite_host_parameters() -> int:
+    """SQLITE_LIMIT_VARIABLE_NUMBER of the SQLite library this process links (the driver's too)."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        return probe.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    finally:
+        probe.close()
+
+
+#: Accepted rows bound as ``(line, key, fields)`` triples in one ``VALUES`` list: SQLite takes bound
+#: values as they are, where a JSON batch is parsed once whole and again for each row. In the Service a
+#: million rows staged 20 % faster this way, with 500 or 1,000 rows per statement; 2,000 and 10,000 were
+#: slower (a large statement costs more to run than it saves in statements). Only whole statements of
+#: this size are used and the rest of a batch goes as JSON, so a connection caches one such statement
+#: (about 0.36 MiB compiled). Within the host-parameter limit of the SQLite library in use (32,766 by
+#: default since 3.32, 999 before), with two parameters besides the rows.
+_SQLITE_VALUES_ROWS: Final = min(1000, (_sqlite_host_parameters() - 2) // 3)
+# Placeholders only: no value is ever written into the statement's text.
+_STAGE_VALUES_SQLITE: Final = (
+    "INSERT INTO audience_import_row (import_id, line_number, item_key, fields_json, status) "  # noqa: S608
+    "SELECT ?, column1, column2, column3, ? FROM (VALUES "
+    + ",".join(("(?,?,?)",) * _SQLITE_VALUES_ROWS)
+    + ")"
+)
 _batch_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _CHECKSUM_CHUNK = 5000
 #: Sort memory for one import's duplicate ranking on PostgreSQL (transaction-local).
@@ -205,8 +233,8 @@ class SqlAudienceImportRepository(SqlRepository):
         if not records:
             return 0
         # The import hot path: plain tuples with the JSON already in its canonical text, handed to the
-        # driver as they are (no per-row mapping or bind processing): COPY on PostgreSQL, one
-        # executemany on SQLite.
+        # driver as they are (no per-row mapping or bind processing): COPY on PostgreSQL, a few
+        # multi-row statements on SQLite.
         if self._is_postgresql:
             # COPY runs on the driver connection; a statement first makes sure the unit of work's
             # transaction has begun there, so the batch commits or rolls back with it.
@@ -224,10 +252,11 @@ class SqlAudienceImportRepository(SqlRepository):
         return len(records)
 
     async def _stage_sqlite(self, records: Sequence[StagedRecord]) -> None:
-        """One statement per kind of row for the whole batch: SQLite unpacks the rows itself
-        (json_each), so the driver thread holds the GIL once per batch instead of once per row while the
-        event loop parses the next batch (an executemany would queue for the GIL between every two rows).
-        Accepted rows, nearly all of them, travel as ``[line, key, fields]`` only."""
+        """A few statements for the whole batch, never one per row: an executemany would queue for the
+        GIL between every two rows while the event loop parses the next batch. Accepted rows, nearly all
+        of them, travel as ``(line, key, fields)`` only: bound in ``VALUES`` lists of
+        ``_SQLITE_VALUES_ROWS``, the rest as one JSON array SQLite unpacks itself (json_each), as does
+        every other row."""
         import_id = records[0][0]
         accepted = StagedRowStatus.ACCEPTED.value
         plain: list[tuple[int, str | None, str | None]] = []
@@ -239,9 +268,13 @@ class SqlAudienceImportRepository(SqlRepository):
                 plain.append((record[1], record[2], record[3]))
             else:
                 other.append(record)
-        if plain:
+        whole = len(plain) - len(plain) % _SQLITE_VALUES_ROWS
+        for start in range(0, whole, _SQLITE_VALUES_ROWS):
+            values = itertools.chain.from_iterable(plain[start : start + _SQLITE_VALUES_ROWS])
+            await self._conn.exec_driver_sql(_STAGE_VALUES_SQLITE, (import_id, accepted, *values))
+        if whole < len(plain):
             await self._conn.exec_driver_sql(
-                _STAGE_ACCEPTED_SQLITE, (import_id, accepted, _batch_encoder.encode(plain))
+                _STAGE_ACCEPTED_SQLITE, (import_id, accepted, _batch_encoder.encode(plain[whole:]))
             )
         if other:
             await self._conn.exec_driver_sql(_STAGE_SQLITE, (_batch_encoder.encode(other),))
