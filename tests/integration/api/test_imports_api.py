@@ -104,6 +104,8 @@ async def test_mixed_file_is_staged_with_exact_counts_preview_and_error_download
         assert len(table) == 1 + 32
         by_line = {int(row[0]): row for row in table[1:]}
         assert by_line[10][3] == "'=1+2,Formula,cell"
+        # Every cell is quoted, so a spreadsheet splitting on another delimiter cannot cut a raw line open.
+        assert '\r\n"10","COLUMN_COUNT","' in download.text
         assert by_line[9][1] == "DUPLICATE_ITEM_KEY"
         assert by_line[12][3] == "13800000008,\ufffd\ufffd bad byte"
         assert by_line[7][3].startswith("13800000005,NNN")
@@ -199,18 +201,21 @@ async def test_a_second_commit_rechecks_the_audience_version_and_snapshots_list_
         assert got == newer
 
 
-async def test_txt_import_reads_one_value_per_line_and_dedupes_on_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "identity",
+    [{"dedupeKeys": ["mobile"]}, {"itemIdField": "mobile"}, {}],
+    ids=["dedupe-keys", "item-id-field", "by-default"],
+)
+async def test_txt_import_reads_one_value_per_line_and_dedupes_on_it(
+    tmp_path: Path, identity: dict[str, Any]
+) -> None:
+    # A TXT file is a list of recipients: its one value is who they are, whether or not the import says so,
+    # so the same number twice is sent to once.
     async with service(tmp_path) as app:
         ws = await default_workspace(app)
         audience = await create_audience(app, ws)
         started = await start_import(
-            app,
-            ws,
-            audience["id"],
-            format="TXT",
-            hasHeader=False,
-            fieldMapping={"1": "mobile"},
-            dedupeKeys=["mobile"],
+            app, ws, audience["id"], format="TXT", hasHeader=False, fieldMapping={"1": "mobile"}, **identity
         )
         body = b"13800000001\n\n 13800000002 \n13800000001\n"
         staged = expect(

@@ -72,7 +72,16 @@ def test_csv_export_neutralises_recipient_fields_and_diagnostics() -> None:
 def test_csv_export_of_nothing_still_writes_the_header() -> None:
     out = io.StringIO()
     assert csv_export([], out) == 0
-    assert out.getvalue().startswith("itemId,sequence,state")
+    assert next(csv.reader(io.StringIO(out.getvalue())))[:3] == ["itemId", "sequence", "state"]
+
+
+def test_csv_export_quotes_every_cell_so_no_delimiter_splits_one() -> None:
+    # Spreadsheets set to split on ";" would otherwise cut "b;@SUM(1)" in two and evaluate the second half.
+    out = io.StringIO()
+    csv_export([{"itemId": "b;@SUM(1)", "sequence": 1, "recipient": {"name": "x;=1+1"}}], out)
+    lines = out.getvalue().splitlines()
+    assert lines[1].startswith('"b;@SUM(1)","1",')
+    assert lines[1].endswith(',"x;=1+1"')
 
 
 async def test_jsonl_sink_routes_by_outcome_and_flushes_in_chunks(tmp_path: Path) -> None:

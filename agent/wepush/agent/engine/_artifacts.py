@@ -151,7 +151,7 @@ def csv_export(
     Recipient fields become ``recipient.<name>`` columns; without an explicit list, the first row's fields
     are used. Every text cell is neutralised against formula injection.
     """
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
     fields: Sequence[str] | None = recipient_fields
     rows = 0
     for entry in results:

@@ -182,7 +182,9 @@ def render_job(view: JobView) -> dict[str, Any]:
 
 def _csv_text(rows: Iterable[Iterable[Any]]) -> bytes:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    # Every cell quoted: a delimiter inside a raw line (read by a spreadsheet set to split on ";") stays
+    # inside its cell, where the leading-character guard applies.
+    writer = csv.writer(buffer, lineterminator="\r\n", quoting=csv.QUOTE_ALL)
     for row in rows:
         writer.writerow([neutralize_csv_cell(cell) for cell in row])
     return buffer.getvalue().encode("utf-8")

@@ -236,7 +236,7 @@ class _Buffered:
 
 def _csv_text(rows: list[list[Any]]) -> str:
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows(rows)
     return buffer.getvalue()
 
 
