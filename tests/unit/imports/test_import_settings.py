@@ -78,3 +78,14 @@ def test_validate_raises_validation_failed_with_every_issue() -> None:
             format=ImportFormat.CSV, field_mapping={"Mobile": "mobile"}, item_id_field="x", dedupe_keys=("y",)
         ).validate(LIMITS)
     assert {issue.field for issue in raised.value.issues} == {"/itemIdField", "/dedupeKeys/0", "/dedupeKeys"}
+
+
+def test_a_txt_import_is_identified_by_its_one_field_unless_told_otherwise() -> None:
+    txt: dict[str, Any] = {"format": ImportFormat.TXT, "field_mapping": {"1": "mobile"}, "has_header": False}
+    assert ImportSettings(**txt).key_fields == ("mobile",)
+    assert ImportSettings(**txt, item_id_field="mobile").key_fields == ("mobile",)
+    # A CSV row without an identity stays its own recipient: two people may share every mapped value.
+    assert ImportSettings(format=ImportFormat.CSV, field_mapping={"Mobile": "mobile"}).key_fields == ()
+    assert ImportSettings(
+        format=ImportFormat.CSV, field_mapping={"Mobile": "mobile"}, dedupe_keys=("mobile",)
+    ).key_fields == ("mobile",)

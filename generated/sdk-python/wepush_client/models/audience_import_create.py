@@ -36,7 +36,7 @@ class AudienceImportCreate(BaseModel):
     encoding: Optional[AudienceImportEncoding] = None
     field_mapping: Dict[str, Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(description="Source column → recipient field name.", alias="fieldMapping", json_schema_extra={"examples": [{"Mobile": "mobile", "Name": "name"}]})
     item_id_field: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(default=None, description="Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.", alias="itemIdField", json_schema_extra={"examples": ["mobile"]})
-    dedupe_keys: Optional[Annotated[List[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(max_length=16)]] = Field(default=None, description="Recipient fields whose combined value identifies duplicates; the first row wins.", alias="dedupeKeys", json_schema_extra={"examples": [["mobile"]]})
+    dedupe_keys: Optional[Annotated[List[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(max_length=16)]] = Field(default=None, description="Recipient fields whose combined value identifies duplicates; the first row wins. Without itemIdField or dedupeKeys, a TXT import's one field identifies its recipients (the same line twice is one recipient), and every CSV row is a recipient of its own.", alias="dedupeKeys", json_schema_extra={"examples": [["mobile"]]})
     __properties: ClassVar[List[str]] = ["format", "hasHeader", "delimiter", "encoding", "fieldMapping", "itemIdField", "dedupeKeys"]
 
     @field_validator('item_id_field', mode="before")

@@ -59,7 +59,7 @@ export interface AudienceImportCreate {
      */
     itemIdField?: string;
     /**
-     * Recipient fields whose combined value identifies duplicates; the first row wins.
+     * Recipient fields whose combined value identifies duplicates; the first row wins. Without itemIdField or dedupeKeys, a TXT import's one field identifies its recipients (the same line twice is one recipient), and every CSV row is a recipient of its own.
      */
     dedupeKeys?: Set<string>;
 }

@@ -37,7 +37,9 @@ def _pointer(*parts: str) -> str:
 class ImportSettings:
     """``field_mapping`` maps a source column (header value, or 1-based position without header) to a
     recipient field. Duplicates are identified by the item id when ``item_id_field`` is set, otherwise
-    by the combined ``dedupe_keys``; with neither, every row is its own recipient."""
+    by the combined ``dedupe_keys``; with neither, a TXT import's one field identifies its recipients (a
+    list of numbers or addresses is a list of recipients: the same line twice is one recipient), and in a
+    CSV import every row is its own recipient."""
 
     format: ImportFormat
     field_mapping: Mapping[str, str]
@@ -52,6 +54,8 @@ class ImportSettings:
         """The recipient fields whose values identify a recipient (must be non-empty on every row)."""
         if self.item_id_field is not None:
             return (self.item_id_field,)
+        if not self.dedupe_keys and self.format is ImportFormat.TXT and len(self.field_mapping) == 1:
+            return tuple(self.field_mapping.values())
         return self.dedupe_keys
 
     def issues(self, limits: ImportLimits) -> list[FieldIssue]:

@@ -847,7 +847,7 @@ class AudienceImportCreate(BaseModel):
     )
     dedupeKeys: list[RecipientFieldName] | None = Field(
         None,
-        description="Recipient fields whose combined value identifies duplicates; the first row wins.",
+        description="Recipient fields whose combined value identifies duplicates; the first row wins. Without itemIdField or dedupeKeys, a TXT import's one field identifies its recipients (the same line twice is one recipient), and every CSV row is a recipient of its own.",
         examples=[["mobile"]],
         max_length=16,
     )
