@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from tests.contract.repositories._world import add_workspace
 from wepush.cli.main import main
-from wepush.server.composition._service import load_key_ring
+from wepush.server.composition._service import StartupRefused, load_key_ring, preflight
 from wepush.server.config import ServiceConfig, load_config
 from wepush.server.domain import SecretRecord, new_id
 from wepush.server.domain.secrets import MasterKeyError, sealed_secret_of
@@ -132,3 +133,52 @@ def test_retire_refuses_a_version_that_still_wraps_secrets(
     assert main(["secrets", "retire", "1"]) == 1
     assert "2 secrets are still wrapped by master key version 1" in capsys.readouterr().err
     assert load_key_ring(config).versions == (1, 2)
+
+
+def test_a_lost_standalone_key_file_is_refused_not_replaced_once_secrets_exist(config: ServiceConfig) -> None:
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(load_key_ring(config))))
+    config.secrets.master_key_file.unlink()
+
+    with pytest.raises(StartupRefused) as refused:
+        preflight(config)
+    # A fresh key would start the Service and only fail later, on the first secret it cannot open.
+    assert f"the key file {config.secrets.master_key_file} is missing" in str(refused.value)
+    assert "holds 2 secrets" in str(refused.value)
+    assert not config.secrets.master_key_file.exists()
+
+
+def test_a_first_start_creates_the_standalone_key_file(config: ServiceConfig) -> None:
+    assert not config.secrets.master_key_file.exists()
+    preflight(config)  # migrated, but nothing sealed yet
+    assert oct(config.secrets.master_key_file.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_key_ring_without_a_version_secrets_were_sealed_with_is_refused_at_start(
+    config: ServiceConfig,
+) -> None:
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(load_key_ring(config))))
+    replaced = MasterKeyRing.generate()
+    replaced.rotate()
+    replaced.retire(1)
+    config.secrets.master_key_file.unlink()
+    replaced.save(config.secrets.master_key_file)
+
+    with pytest.raises(StartupRefused) as refused:
+        preflight(config)
+    assert "sealed under master key version 1, which the key file" in str(refused.value)
+    assert load_key_ring(config).versions == (2,)  # nothing sealed is known here: no check
+
+
+def test_an_unreachable_database_is_refused_in_one_line_without_its_password(
+    config: ServiceConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    monkeypatch.setenv(
+        "WEPUSH_DATABASE_URL", f"postgresql+asyncpg://wepush:pw-never-shown@127.0.0.1:{closed}/x"
+    )
+    with pytest.raises(StartupRefused) as refused:
+        preflight(load_config(None))
+    assert str(refused.value).startswith("database: cannot read which master keys its secrets need:")
+    assert "pw-never-shown" not in str(refused.value)

@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import stat
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -22,7 +22,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import make_url, text
+from sqlalchemy import inspect, make_url, text
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
@@ -104,14 +105,50 @@ def prepare_data_dir(config: ServiceConfig) -> None:
             os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-def load_key_ring(config: ServiceConfig) -> MasterKeyRing:
-    """Standalone creates its master key on first start; server mode fails closed without one."""
+def load_key_ring(config: ServiceConfig, sealed: Mapping[int, int] | None = None) -> MasterKeyRing:
+    """Standalone creates its master key on first start; server mode fails closed without one.
+
+    ``sealed`` (secrets per master key version, as the database holds them) makes it a start-up check:
+    a missing standalone key file is only a first start while nothing is sealed yet (a fresh key would
+    hide the loss of the old one until the first secret failed to open), and the ring must hold every
+    version a secret was sealed with."""
     path = config.secrets.master_key_file
     if config.standalone and config.secrets.master_key_env is None and not path.exists():
+        if sealed:
+            raise StartupRefused(
+                f"master key: the key file {path} is missing, but the database holds "
+                f"{sum(sealed.values())} secrets sealed with a master key; restore that file from a "
+                "backup (a new key could not open them)"
+            )
         return MasterKeyRing.create_standalone(path)
     if config.secrets.master_key_env:
-        return MasterKeyRing.load_server(environ=os.environ, env_var=config.secrets.master_key_env)
-    return MasterKeyRing.load_server(path)
+        ring = MasterKeyRing.load_server(environ=os.environ, env_var=config.secrets.master_key_env)
+        source = f"the environment variable {config.secrets.master_key_env}"
+    else:
+        ring = MasterKeyRing.load_server(path)
+        source = f"the key file {path}"
+    missing = sorted(set(sealed or ()) - set(ring.versions))
+    if missing:
+        raise StartupRefused(
+            "master key: the database holds secrets sealed under master key version "
+            f"{', '.join(map(str, missing))}, which {source} does not hold; put those versions back (a "
+            "version stays in the ring until 'wepush secrets retire' finds no secret using it)"
+        )
+    return ring
+
+
+async def sealed_key_versions(url: str) -> dict[int, int]:
+    """Secrets per master key version in the database at ``url``; none before its first migration."""
+    engine = create_database(url)
+    try:
+        async with engine.connect() as connection:
+            migrated = await connection.run_sync(lambda sync: inspect(sync).has_table("secret_record"))
+        if not migrated:
+            return {}
+        async with SqlUnitOfWorkFactory(engine)(read_only=True) as uow:
+            return await uow.secret_records.count_by_key_version()
+    finally:
+        await engine.dispose()
 
 
 class StartupRefused(RuntimeError):
@@ -119,14 +156,20 @@ class StartupRefused(RuntimeError):
 
 
 def preflight(config: ServiceConfig) -> None:
-    """Check, before the server binds its port, what the Service fails closed on: the master key and the
-    artifact bucket. A refusal is one clear line for the operator, not a start-up traceback."""
+    """Check, before the server binds its port, what the Service fails closed on: the master key (against
+    the secrets the database holds) and the artifact bucket. A refusal is one clear line for the
+    operator, not a start-up traceback."""
+    _register_configured_secrets(config)
     try:
-        load_key_ring(config)
+        sealed = asyncio.run(sealed_key_versions(config.database.url))
+    except (SQLAlchemyError, OSError) as exc:
+        reason = get_redactor().text(str(getattr(exc, "orig", None) or exc)).splitlines()[0]
+        raise StartupRefused(f"database: cannot read which master keys its secrets need: {reason}") from None
+    try:
+        load_key_ring(config, sealed)
     except (MasterKeyError, OSError) as exc:
         raise StartupRefused(f"master key: {exc}") from None
     if config.artifacts.type == "s3":
-        _register_configured_secrets(config)
         try:
             asyncio.run(S3ArtifactStore.from_settings(config.artifacts.s3).check())
         except ArtifactStoreUnavailable as exc:
@@ -238,7 +281,11 @@ class ServiceRuntime:
         )
         self.uow = SqlUnitOfWorkFactory(self.engine)
         self._checks()
-        store = LocalEnvelopeSecretStore(load_key_ring(config), reload=lambda: load_key_ring(config))
+        async with self.uow(read_only=True) as uow:
+            sealed = await uow.secret_records.count_by_key_version()
+        store = LocalEnvelopeSecretStore(
+            load_key_ring(config, sealed), reload=lambda: load_key_ring(config, sealed)
+        )
         bootstrap = SystemBootstrap(self.uow, store, utc_now)
         workspace = await bootstrap.ensure_default_workspace()
         keys = await bootstrap.server_keys(workspace.id)
