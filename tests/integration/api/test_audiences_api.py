@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.integration.api._support import default_workspace, service
-from tests.integration.api._support_content import create_audience, expect, ws_url
+from tests.integration.api._support_content import (
+    create_audience,
+    create_message,
+    expect,
+    http_account_id,
+    job_body,
+    snapshot_of,
+    ws_url,
+)
 
 
 async def test_audience_metadata_lifecycle(tmp_path: Path) -> None:
@@ -62,3 +70,36 @@ async def test_create_audience_is_idempotent_per_key(tmp_path: Path) -> None:
         assert again == first
         other = await app.client.post(ws_url(ws, "audiences"), headers=headers, json={"name": "b"})
         assert (other.status_code, other.json()["code"]) == (409, "IDEMPOTENCY_CONFLICT")
+
+
+async def test_a_deleted_audience_takes_its_snapshots_and_recipients_out_of_sight(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        snapshot = await snapshot_of(app, ws, [("13800000001", "Ann")], name="leaving")
+        kept = await snapshot_of(app, ws, [("13800000002", "Bob")], name="staying")
+        audience_url = ws_url(ws, "audiences", snapshot["audienceId"])
+        assert (await app.client.delete(audience_url, headers=app.admin())).status_code == 204
+
+        for gone in (
+            ws_url(ws, "audience-snapshots", snapshot["id"]),
+            ws_url(ws, "audience-snapshots", snapshot["id"], "recipients"),
+            f"{audience_url}/snapshots",
+        ):
+            answer = await app.client.get(gone, headers=app.admin())
+            assert (answer.status_code, answer.json()["code"]) == (404, "RESOURCE_NOT_FOUND"), gone
+        world = {
+            "accountId": await http_account_id(app, ws),
+            "messageId": (await create_message(app, ws))["id"],
+            "audienceSnapshotId": snapshot["id"],
+        }
+        refused = await app.client.post(ws_url(ws, "jobs"), headers=app.admin(), json=job_body(world))
+        assert refused.status_code == 400, refused.text
+        assert [e["field"] for e in refused.json()["errors"]] == ["/audienceSnapshotId"]
+        # Another audience's snapshot is untouched.
+        recipients = expect(
+            await app.client.get(
+                ws_url(ws, "audience-snapshots", kept["id"], "recipients"), headers=app.admin()
+            ),
+            200,
+        )
+        assert [r["itemId"] for r in recipients["items"]] == ["13800000002"]

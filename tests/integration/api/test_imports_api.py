@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.helpers_app import RunningApp
-from tests.integration.api._support import default_workspace, service
+from tests.integration.api._support import default_workspace, issue_token, service
 from tests.integration.api._support_content import (
     commit,
     create_audience,
@@ -109,6 +109,39 @@ async def test_mixed_file_is_staged_with_exact_counts_preview_and_error_download
         assert by_line[9][1] == "DUPLICATE_ITEM_KEY"
         assert by_line[12][3] == "13800000008,\ufffd\ufffd bad byte"
         assert by_line[7][3].startswith("13800000005,NNN")
+
+
+async def test_an_error_rows_download_is_audited_like_an_artifact_download(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws, "waiting")
+        waiting = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        errors = import_url(ws, audience["id"], waiting["id"], "errors")
+        early = await app.client.get(errors, headers=app.admin())
+        assert early.status_code == 409  # nothing staged yet: nothing downloaded, nothing recorded
+        _, staged = await staged_import(app, ws, MIXED_CSV)
+        _, viewer = await issue_token(app, ws, "VIEWER")
+        download = await app.client.get(
+            import_url(ws, staged["audienceId"], staged["id"], "errors"),
+            headers={**viewer, "X-Trace-Id": "trace-errors-1"},
+        )
+        assert download.status_code == 200
+
+        audit = expect(
+            await app.client.get(
+                ws_url(ws, "audit-events"),
+                headers=app.admin(),
+                params={"action": "audience_import.errors.download"},
+            ),
+            200,
+        )
+        events = audit["items"]
+        assert [(e["resourceType"], e["resourceId"], e["outcome"]) for e in events] == [
+            ("AUDIENCE_IMPORT", staged["id"], "SUCCESS")
+        ]
+        assert events[0]["actor"]["id"] != "bootstrap-admin"
+        assert events[0]["traceId"] == "trace-errors-1"
+        assert events[0]["details"]["summary"].endswith("6 rejected, 1 duplicate")
 
 
 async def test_commit_creates_an_immutable_snapshot_whose_recipients_page_in_sequence(tmp_path: Path) -> None:

@@ -42,6 +42,29 @@ async def test_first_start_writes_a_private_bootstrap_token_and_master_key(
         assert response.status_code == 404
 
 
+async def test_the_bootstrap_token_creation_is_audited_as_the_system(tmp_path: Path) -> None:
+    config = standalone_config(tmp_path)
+    async with running_app(config) as app:
+        listed = await app.client.get("/api/v1/workspaces", headers=app.admin(), params={"name": "default"})
+        ws = listed.json()["items"][0]["id"]
+        tokens = (await app.client.get(f"/api/v1/workspaces/{ws}/api-tokens", headers=app.admin())).json()
+        [bootstrap] = [t["id"] for t in tokens["items"] if t["name"] == "bootstrap-admin"]
+        audit_url = f"/api/v1/workspaces/{ws}/audit-events"
+        params = {"action": "token.create"}
+        events = (await app.client.get(audit_url, headers=app.admin(), params=params)).json()["items"]
+        assert [(e["actor"]["type"], e["resourceType"], e["resourceId"], e["outcome"]) for e in events] == [
+            ("SYSTEM", "API_TOKEN", bootstrap, "SUCCESS")
+        ]
+        assert events[0]["details"]["fieldNames"] == ["name", "role"]
+        assert "SYSTEM_ADMIN" in events[0]["details"]["summary"]
+        assert app.admin_token is not None
+        assert app.admin_token not in str(events)
+    async with running_app(config) as again:
+        # A restart issues no token, so it records no creation either.
+        events = (await again.client.get(audit_url, headers=again.admin(), params=params)).json()["items"]
+        assert [e["resourceId"] for e in events] == [bootstrap]
+
+
 async def test_protected_operations_require_a_valid_token(tmp_path: Path) -> None:
     async with running_app(standalone_config(tmp_path)) as app:
         anonymous = await app.client.get("/api/v1/providers")

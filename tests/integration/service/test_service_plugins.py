@@ -31,4 +31,6 @@ async def test_the_service_loads_signed_plugins_and_audits_rejected_ones(tmp_pat
         )
         assert audit.status_code == 200
         events = audit.json()["items"]
-        assert [event["resourceId"] for event in events] == ["acme.tampered@1.0.0"]
+        assert [(event["resourceType"], event["resourceId"]) for event in events] == [
+            ("PLUGIN", "acme.tampered@1.0.0")
+        ]

@@ -144,3 +144,45 @@ def test_loopback_targets_are_off_unless_explicitly_enabled_for_tests(tmp_path: 
     assert load_config(environ=env).security.loopback_targets_for_tests is False
     enabled = load_config(environ={**env, "WEPUSH_SECURITY_LOOPBACK_TARGETS_FOR_TESTS": "true"})
     assert enabled.security.loopback_targets_for_tests is True
+
+
+@pytest.mark.parametrize(
+    ("environ", "says"),
+    [
+        (
+            {"WEPUSH_ARTIFACTS_S3_SECRET_ACCESS_KEY": "98765432"},
+            "wepush.artifacts.s3.secret-access-key: must be of type string or null, not integer",
+        ),
+        ({"WEPUSH_DATABASE_URL": "123456789"}, "wepush.database.url: must be of type string, not integer"),
+        ({"WEPUSH_LOGGING_FORMAT": "xml-98765"}, 'wepush.logging.format: must be one of "json", "text"'),
+        ({"WEPUSH_SERVER_PORT": "98765432"}, "wepush.server.port: must be at most 65535"),
+    ],
+)
+def test_a_configuration_error_names_the_key_and_the_rule_but_never_the_value(
+    tmp_path: Path, environ: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(environ={**environ, "WEPUSH_DATA_DIR": str(tmp_path)})
+
+    assert str(raised.value) == f"effective configuration: {says}"
+    assert "98765" not in str(raised.value)
+
+
+def test_a_secret_of_the_wrong_type_in_the_file_is_not_quoted(tmp_path: Path) -> None:
+    file = _write(
+        tmp_path / "server.yaml",
+        "wepush:\n  artifacts:\n    s3:\n      secret-access-key: [s3-secret-value-123]\n",
+    )
+    with pytest.raises(ConfigError, match=r"wepush\.artifacts\.s3\.secret-access-key: must be") as raised:
+        load_config(file, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
+
+    assert "s3-secret-value-123" not in str(raised.value)
+
+
+def test_an_unknown_key_is_named_without_its_value(tmp_path: Path) -> None:
+    file = _write(tmp_path / "wepush.yaml", "wepush:\n  server:\n    prot: hunter2-value\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(file, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
+
+    assert str(raised.value).endswith("wepush.server: unknown key(s) 'prot'")
+    assert "hunter2-value" not in str(raised.value)

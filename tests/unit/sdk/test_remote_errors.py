@@ -50,6 +50,7 @@ def body(code: str, status: int, **extra: object) -> bytes:
         ("RATE_LIMITED", 429, RateLimited),
         ("PROVIDER_NOT_AVAILABLE", 503, ServiceUnavailable),
         ("AGENT_NOT_AVAILABLE", 503, ServiceUnavailable),
+        ("SERVICE_NOT_READY", 503, ServiceUnavailable),
         ("INTERNAL_ERROR", 500, ProblemError),
         ("NOT_IMPLEMENTED", 501, ProblemError),
     ],

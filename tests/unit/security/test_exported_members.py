@@ -12,6 +12,7 @@ PUBLIC_API = {
         "MasterKeyError",
         "SealedSecret",
         "SecretDecryptionError",
+        "SecretScrubber",
         "SecretStore",
         "SecretStoreError",
         "sealed_secret_of",

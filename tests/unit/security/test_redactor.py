@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from wepush.agent.engine import redact_diagnostic
 from wepush.server.infra.logging import MASK, Redactor, is_sensitive_name
 
 USER_TOKEN = "wpn_" + "A1b2C3d4" * 5 + "xyz"
@@ -214,3 +215,115 @@ def test_exception_traceback_is_redacted(redactor: Redactor) -> None:
 )
 def test_sensitive_name_rule(name: str, sensitive: bool) -> None:
     assert is_sensitive_name(name) is sensitive
+
+
+@pytest.mark.parametrize("name", ["X-Auth", "X-Upstream-Auth", "X-AuthToken", "X-Auth-User", "Auth"])
+def test_headers_named_after_auth_are_masked(redactor: Redactor, name: str) -> None:
+    assert redactor.headers([(name, "s3cr3t-value")]) == [(name, MASK)]
+
+
+def test_an_author_header_is_not_mistaken_for_an_auth_header(redactor: Redactor) -> None:
+    assert redactor.headers({"X-Author": "ops team"}) == {"X-Author": "ops team"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"password": "correct horse battery"}', f'{{"password": "{MASK}"}}'),
+        ("{'password': 'correct horse battery'}", f"{{'password': '{MASK}'}}"),
+        ('password="a \\"quoted\\" phrase" user=bob', f'password="{MASK}" user=bob'),
+        ('{\\"token\\": \\"t 987 654\\", \\"count\\": 3}', f'{{\\"token\\": \\"{MASK}\\", \\"count\\": 3}}'),
+        ("secret='never closed and more words", f"secret='{MASK}"),
+        ("password=b'raw bytes here'", f"password=b'{MASK}'"),
+        ('{"password": ""}', '{"password": ""}'),
+    ],
+)
+def test_a_quoted_value_is_masked_up_to_its_closing_quote(
+    redactor: Redactor, text: str, expected: str
+) -> None:
+    assert redactor.text(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "update {'operation': 'REPLACE', 'value': 'hunter2xyz'}",
+            f"update {{'operation': 'REPLACE', 'value': '{MASK}'}}",
+        ),
+        ('{"value": "hunter2 xyz", "operation": "set"}', f'{{"value": "{MASK}", "operation": "set"}}'),
+        (
+            '{"token": {"operation": "REPLACE", "value": "s1"}, "limit": {"value": "10"}}',
+            f'{{"token": {{"operation": "REPLACE", "value": "{MASK}"}}, "limit": {{"value": "10"}}}}',
+        ),
+        ("operation=REPLACE value=hunter2xyz", f"operation=REPLACE value={MASK}"),
+        ("{'operation': 'UPSERT', 'value': 'visible'}", "{'operation': 'UPSERT', 'value': 'visible'}"),
+    ],
+)
+def test_the_value_of_a_secret_update_in_free_text_is_masked(
+    redactor: Redactor, text: str, expected: str
+) -> None:
+    assert redactor.text(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "https://open.feishu.cn/open-apis/bot/v2/hook/0f8e2c1a-1b2c-4d5e-9f00-123456789abc",
+            f"https://open.feishu.cn/open-apis/bot/v2/hook/{MASK}",
+        ),
+        (
+            "https://hooks.slack.com/services/T0001ABCD/B0001WXYZ/abcdEFGHijklMNOPqrstUVWX",
+            f"https://hooks.slack.com/services/{MASK}/{MASK}/{MASK}",
+        ),
+        (
+            "https://discord.com/api/webhooks/112233445566/Tok3n-Value_xyz",
+            f"https://discord.com/api/webhooks/{MASK}/{MASK}",
+        ),
+        (
+            "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=693a91f6-1111",
+            f"https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key={MASK}",
+        ),
+    ],
+)
+def test_the_path_after_a_webhook_hook_segment_is_masked(redactor: Redactor, url: str, expected: str) -> None:
+    assert redactor.text(f"POST {url} -> 403") == f"POST {expected} -> 403"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: token ghp_16C7e42F292c6912E7710c838347Ae178B4a", f"Authorization: {MASK} {MASK}"),
+        ("Authorization: ACS3-HMAC-SHA256 Credential=LTAI5t/abc", f"Authorization: {MASK} {MASK}"),
+        ("sent token ghp_16C7e42F292c6912E7710c838347Ae178B4a", f"sent token {MASK}"),
+        ("the token expired at noon", "the token expired at noon"),
+    ],
+)
+def test_any_authorization_scheme_is_masked_with_its_credential(
+    redactor: Redactor, text: str, expected: str
+) -> None:
+    assert redactor.text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "POST https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=693a91f6-7a2b failed",
+        "https://open.feishu.cn/open-apis/bot/v2/hook/0f8e2c1a-1b2c-4d5e-9f00-123456789abc timed out",
+        "connect postgresql://wepush:pa55word@db:5432/wepush refused",
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig",
+        '{"password": "correct horse battery", "user": "bob"}',
+        "{'operation': 'REPLACE', 'value': 'hunter2xyz'}",
+        f"agent {AGENT_CREDENTIAL} and client_secret=cs-999999",
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----",
+    ],
+)
+def test_agent_diagnostics_follow_the_same_rules_as_the_service_logs(redactor: Redactor, text: str) -> None:
+    # The engine may not import the Service; both use the one rule set the engine owns.
+    assert redact_diagnostic(text) == redactor.text(text)
+    assert MASK in redactor.text(text)
+
+
+def test_a_pair_inside_the_value_of_an_ordinary_pair_is_still_masked(redactor: Redactor) -> None:
+    assert redactor.text("login failed: pwd=hunter22; retry") == f"login failed: pwd={MASK}; retry"

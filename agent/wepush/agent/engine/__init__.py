@@ -35,6 +35,7 @@ from ._enums import (
 )
 from ._errors import EngineValidationError
 from ._events import RunEvent
+from ._masker import SecretMasker
 from ._options import EngineOptions
 from ._policies import (
     NEVER_RETRIED,
@@ -85,7 +86,7 @@ from ._recipients import (
     TextValue,
     recipient_value,
 )
-from ._redact import redact_diagnostic
+from ._redact import REDACTION_MASK, is_sensitive_name, redact_diagnostic, redact_text
 from ._results import (
     DEFAULT_RETRYABLE,
     ArtifactRef,
@@ -110,6 +111,7 @@ __all__ = [
     "DEFAULT_RETRYABLE",
     "JSON_MEDIA_TYPE",
     "NEVER_RETRIED",
+    "REDACTION_MASK",
     "SPI_VERSION",
     "ArtifactRef",
     "ArtifactSink",
@@ -172,6 +174,7 @@ __all__ = [
     "RunState",
     "RunSummary",
     "SecretClosedError",
+    "SecretMasker",
     "SecretNotFoundError",
     "SecretRef",
     "SecretResolver",
@@ -189,8 +192,10 @@ __all__ = [
     "export_jsonl_to_csv",
     "format_duration",
     "format_instant",
+    "is_sensitive_name",
     "neutralize_csv_cell",
     "parse_duration",
     "recipient_value",
     "redact_diagnostic",
+    "redact_text",
 ]

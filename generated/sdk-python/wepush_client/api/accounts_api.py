@@ -395,7 +395,7 @@ class AccountsApi:
     ) -> None:
         """Delete an account
 
-        Refused with 409 RESOURCE_IN_USE while a job references the account.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the account.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -472,7 +472,7 @@ class AccountsApi:
     ) -> ApiResponse[None]:
         """Delete an account
 
-        Refused with 409 RESOURCE_IN_USE while a job references the account.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the account.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -549,7 +549,7 @@ class AccountsApi:
     ) -> RESTResponseType:
         """Delete an account
 
-        Refused with 409 RESOURCE_IN_USE while a job references the account.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the account.
 
         :param workspace_id: (required)
         :type workspace_id: str

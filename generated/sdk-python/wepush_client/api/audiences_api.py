@@ -1085,7 +1085,7 @@ class AudiencesApi:
     ) -> None:
         """Delete an audience
 
-        Refused with 409 RESOURCE_IN_USE while a job references one of its snapshots.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references one of its snapshots. Once deleted, its snapshots and recipients are no longer found either.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -1162,7 +1162,7 @@ class AudiencesApi:
     ) -> ApiResponse[None]:
         """Delete an audience
 
-        Refused with 409 RESOURCE_IN_USE while a job references one of its snapshots.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references one of its snapshots. Once deleted, its snapshots and recipients are no longer found either.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -1239,7 +1239,7 @@ class AudiencesApi:
     ) -> RESTResponseType:
         """Delete an audience
 
-        Refused with 409 RESOURCE_IN_USE while a job references one of its snapshots.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references one of its snapshots. Once deleted, its snapshots and recipients are no longer found either.
 
         :param workspace_id: (required)
         :type workspace_id: str

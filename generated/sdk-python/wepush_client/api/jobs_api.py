@@ -390,7 +390,7 @@ class JobsApi:
     ) -> None:
         """Delete a job
 
-        Refused with 409 RESOURCE_IN_USE while a schedule references the job or one of its runs is not terminal.
+        Refused with 409 RESOURCE_IN_USE while a schedule references the job or any run was started from it, whatever the run's state (a run's inputs stay readable for as long as the run exists).
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -467,7 +467,7 @@ class JobsApi:
     ) -> ApiResponse[None]:
         """Delete a job
 
-        Refused with 409 RESOURCE_IN_USE while a schedule references the job or one of its runs is not terminal.
+        Refused with 409 RESOURCE_IN_USE while a schedule references the job or any run was started from it, whatever the run's state (a run's inputs stay readable for as long as the run exists).
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -544,7 +544,7 @@ class JobsApi:
     ) -> RESTResponseType:
         """Delete a job
 
-        Refused with 409 RESOURCE_IN_USE while a schedule references the job or one of its runs is not terminal.
+        Refused with 409 RESOURCE_IN_USE while a schedule references the job or any run was started from it, whatever the run's state (a run's inputs stay readable for as long as the run exists).
 
         :param workspace_id: (required)
         :type workspace_id: str

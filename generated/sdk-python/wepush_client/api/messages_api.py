@@ -737,7 +737,7 @@ class MessagesApi:
     ) -> None:
         """Delete a message and its revisions
 
-        Refused with 409 RESOURCE_IN_USE while a job references the message.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the message.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -814,7 +814,7 @@ class MessagesApi:
     ) -> ApiResponse[None]:
         """Delete a message and its revisions
 
-        Refused with 409 RESOURCE_IN_USE while a job references the message.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the message.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -891,7 +891,7 @@ class MessagesApi:
     ) -> RESTResponseType:
         """Delete a message and its revisions
 
-        Refused with 409 RESOURCE_IN_USE while a job references the message.
+        Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the message.
 
         :param workspace_id: (required)
         :type workspace_id: str

@@ -257,7 +257,7 @@ export class AccountsApi extends runtime.BaseAPI {
     }
 
     /**
-     * Refused with 409 RESOURCE_IN_USE while a job references the account.
+     * Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the account.
      * Delete an account
      */
     async deleteAccountRaw(requestParameters: DeleteAccountRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<void>> {
@@ -268,7 +268,7 @@ export class AccountsApi extends runtime.BaseAPI {
     }
 
     /**
-     * Refused with 409 RESOURCE_IN_USE while a job references the account.
+     * Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the account.
      * Delete an account
      */
     async deleteAccount(requestParameters: DeleteAccountRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<void> {

@@ -580,7 +580,7 @@ export class AudiencesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Refused with 409 RESOURCE_IN_USE while a job references one of its snapshots.
+     * Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references one of its snapshots. Once deleted, its snapshots and recipients are no longer found either.
      * Delete an audience
      */
     async deleteAudienceRaw(requestParameters: DeleteAudienceRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<void>> {
@@ -591,7 +591,7 @@ export class AudiencesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Refused with 409 RESOURCE_IN_USE while a job references one of its snapshots.
+     * Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references one of its snapshots. Once deleted, its snapshots and recipients are no longer found either.
      * Delete an audience
      */
     async deleteAudience(requestParameters: DeleteAudienceRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<void> {

@@ -228,7 +228,7 @@ export class JobsApi extends runtime.BaseAPI {
     }
 
     /**
-     * Refused with 409 RESOURCE_IN_USE while a schedule references the job or one of its runs is not terminal.
+     * Refused with 409 RESOURCE_IN_USE while a schedule references the job or any run was started from it, whatever the run\'s state (a run\'s inputs stay readable for as long as the run exists).
      * Delete a job
      */
     async deleteJobRaw(requestParameters: DeleteJobRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<void>> {
@@ -239,7 +239,7 @@ export class JobsApi extends runtime.BaseAPI {
     }
 
     /**
-     * Refused with 409 RESOURCE_IN_USE while a schedule references the job or one of its runs is not terminal.
+     * Refused with 409 RESOURCE_IN_USE while a schedule references the job or any run was started from it, whatever the run\'s state (a run\'s inputs stay readable for as long as the run exists).
      * Delete a job
      */
     async deleteJob(requestParameters: DeleteJobRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<void> {

@@ -373,7 +373,7 @@ export class MessagesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Refused with 409 RESOURCE_IN_USE while a job references the message.
+     * Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the message.
      * Delete a message and its revisions
      */
     async deleteMessageRaw(requestParameters: DeleteMessageRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<void>> {
@@ -384,7 +384,7 @@ export class MessagesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Refused with 409 RESOURCE_IN_USE while a job references the message.
+     * Refused with 409 RESOURCE_IN_USE while a job or any run (whatever its state) references the message.
      * Delete a message and its revisions
      */
     async deleteMessage(requestParameters: DeleteMessageRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<void> {

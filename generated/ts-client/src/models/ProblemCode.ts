@@ -28,6 +28,7 @@ export const ProblemCode = {
     ProviderConfigInvalid: 'PROVIDER_CONFIG_INVALID',
     RunStateConflict: 'RUN_STATE_CONFLICT',
     AgentNotAvailable: 'AGENT_NOT_AVAILABLE',
+    ServiceNotReady: 'SERVICE_NOT_READY',
     LeaseExpired: 'LEASE_EXPIRED',
     ArtifactNotReady: 'ARTIFACT_NOT_READY',
     RateLimited: 'RATE_LIMITED',

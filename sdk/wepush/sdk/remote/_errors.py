@@ -198,6 +198,7 @@ _BY_CODE: Mapping[str, type[ProblemError]] = {
     "RATE_LIMITED": RateLimited,
     "PROVIDER_NOT_AVAILABLE": ServiceUnavailable,
     "AGENT_NOT_AVAILABLE": ServiceUnavailable,
+    "SERVICE_NOT_READY": ServiceUnavailable,
     "CURSOR_EXPIRED": CursorExpired,
 }
 

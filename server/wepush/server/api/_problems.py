@@ -40,13 +40,14 @@ CODES: Mapping[str, tuple[int, str]] = {
     "CONFIRMATION_INVALID": (409, "Confirmation invalid"),
     "CURSOR_EXPIRED": (410, "Event cursor expired"),
     "PAYLOAD_TOO_LARGE": (413, "Payload too large"),
-    "IMPORT_LIMIT_EXCEEDED": (422, "Import limit exceeded"),
+    "IMPORT_LIMIT_EXCEEDED": (413, "Import limit exceeded"),
     "PROVIDER_CONFIG_INVALID": (422, "Provider configuration invalid"),
     "RATE_LIMITED": (429, "Too many requests"),
     "INTERNAL_ERROR": (500, "Internal error"),
     "NOT_IMPLEMENTED": (501, "Not implemented"),
     "PROVIDER_NOT_AVAILABLE": (503, "Provider not available"),
     "AGENT_NOT_AVAILABLE": (503, "Agent not available"),
+    "SERVICE_NOT_READY": (503, "Service not ready"),
 }
 
 _STATUS_CODES: Mapping[int, str] = {
@@ -61,7 +62,7 @@ _STATUS_CODES: Mapping[int, str] = {
     415: "VALIDATION_FAILED",
     429: "RATE_LIMITED",
     501: "NOT_IMPLEMENTED",
-    503: "AGENT_NOT_AVAILABLE",
+    503: "SERVICE_NOT_READY",
 }
 
 
@@ -228,7 +229,7 @@ async def handle_coded_error(request: ConnexionRequest, exc: Exception) -> Conne
 
 async def handle_not_started(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
     return problem_response(
-        "INTERNAL_ERROR",
+        "SERVICE_NOT_READY",
         "The Service is starting or stopping; retry shortly.",
         status=503,
         trace_id=_trace_id(request),

@@ -157,7 +157,7 @@ async def download_audience_import_errors(
     workspace_id: str, audience_id: str, import_id: str
 ) -> StreamingResponse:
     pages = await services().resources.imports.error_rows(
-        current_principal(), workspace_id, audience_id, import_id
+        current_principal(), workspace_id, audience_id, import_id, trace_id=current_trace_id()
     )
     return StreamingResponse(
         error_csv(pages),

@@ -37,7 +37,7 @@ from wepush.server.application.runs import (
     RunService,
     RunStartRequest,
 )
-from wepush.server.domain import ItemState, Page, PageRequest, RunCommandType
+from wepush.server.domain import ItemState, PageRequest, RunCommandType
 
 _RUNS = "runs"
 _ITEMS = "run-items"
@@ -269,9 +269,12 @@ async def list_run_artifacts(
 ) -> ConnexionResponse:
     filters = {"runId": run_id}
     page = keyset_request(_ARTIFACTS, filters, limit, cursor)
-    found = await _runs().list_artifacts(current_principal(), workspace_id, run_id, page)
-    known = Page([a for a in found.items if a.artifact_type in CONTRACT_ARTIFACT_TYPES], found.next_after)
-    return json_response(page_body(known, render_artifact, resource=_ARTIFACTS, filters=filters))
+    # Only the types the contract names can be rendered; the repository skips the rest before reading the
+    # page, so a page is never short of its limit while more artifacts remain.
+    found = await _runs().list_artifacts(
+        current_principal(), workspace_id, run_id, page, artifact_types=CONTRACT_ARTIFACT_TYPES
+    )
+    return json_response(page_body(found, render_artifact, resource=_ARTIFACTS, filters=filters))
 
 
 _DOWNLOAD_TYPES = ("application/x-ndjson", "text/csv", "application/octet-stream")

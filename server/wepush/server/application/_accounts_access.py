@@ -1,19 +1,28 @@
-"""Authorization shared by the workspace-scoped use cases of this package, with the denied attempts audited.
+"""Authorization shared by the workspace-scoped use cases of this package, audited where the seed asks.
 
 The seed requires permission failures to be audited. A refusal is recorded in a transaction of its own
 (the use case's transaction never opens), and only for callers who can see the workspace: someone
 outside it gets RESOURCE_NOT_FOUND and leaves no trace in that workspace's log.
+
+It also requires every SYSTEM_ADMIN operation to be audited. When only SYSTEM_ADMIN lets the caller in
+(it holds no role of its own in the workspace, or one too weak), the access is recorded as a SUCCESS
+event, reads included, in a short transaction of its own that commits before the use case's
+transaction opens: the trace exists even if the use case then fails, and a read-only use case stays
+read-only.
 """
 
 from __future__ import annotations
 
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application.auth import Principal, Role
-from wepush.server.application.authorization import authorize
+from wepush.server.application.authorization import authorize, granted_by_system_admin
 from wepush.server.application.errors import AccessDenied
 from wepush.server.domain import AuditOutcome, UnitOfWork
 
-__all__ = ["authorize_audited", "ensure_workspace"]
+__all__ = ["SYSTEM_ADMIN_ACCESS", "authorize_audited", "ensure_workspace"]
+
+#: The summary of the audit event recording an access that only SYSTEM_ADMIN allowed.
+SYSTEM_ADMIN_ACCESS = "SYSTEM_ADMIN access: the caller holds no sufficient role in this workspace"
 
 
 async def authorize_audited(
@@ -27,9 +36,10 @@ async def authorize_audited(
     resource_id: str | None = None,
     trace_id: str | None = None,
 ) -> Role:
-    """:func:`authorize`, recording an ACCESS_DENIED refusal as a DENIED audit event before re-raising."""
+    """:func:`authorize`, recording an ACCESS_DENIED refusal as a DENIED audit event before re-raising,
+    and an access granted only by SYSTEM_ADMIN as a SUCCESS event (404 first if the workspace is gone)."""
     try:
-        return authorize(principal, workspace_id, minimum)
+        role = authorize(principal, workspace_id, minimum)
     except AccessDenied:
         async with deps.uow() as uow:
             await deps.auditor.record(
@@ -44,6 +54,21 @@ async def authorize_audited(
                 trace_id=trace_id,
             )
         raise
+    if granted_by_system_admin(principal, workspace_id, minimum):
+        async with deps.uow() as uow:
+            await uow.workspaces.get(workspace_id)
+            # The auditor marks every event of a SYSTEM_ADMIN principal with ``systemAdmin: true``.
+            await deps.auditor.record(
+                uow,
+                principal,
+                action,
+                resource_type,
+                workspace_id=workspace_id,
+                resource_id=resource_id,
+                summary=SYSTEM_ADMIN_ACCESS,
+                trace_id=trace_id,
+            )
+    return role
 
 
 async def ensure_workspace(uow: UnitOfWork, principal: Principal, workspace_id: str) -> None:

@@ -2,7 +2,9 @@
 
 The provider gets its own time budget through the SPI; the Service adds a short grace period on top as
 a backstop against a provider that ignores it. Whatever happens, the caller gets a categorised, redacted
-outcome, never an exception text that might quote a credential.
+outcome, never an exception text that might quote a credential. While the test runs, the secret values it
+resolves are registered with the Service's redactor, so neither a log line nor the outcome's message can
+quote them, even where they have no recognisable shape (a webhook URL with its secret in the path).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from wepush.agent.engine import (
     SecretResolver,
     redact_diagnostic,
 )
+from wepush.server.application.execution import RegisteredSecrets
+from wepush.server.domain.secrets import SecretScrubber
 
 __all__ = [
     "DEFAULT_TEST_TIMEOUT",
@@ -51,6 +55,23 @@ async def run_connection_test(
     account: ConfigDocument,
     secrets: SecretResolver,
     timeout: timedelta,  # noqa: ASYNC109 - the provider's own budget, passed through the SPI
+    *,
+    redactor: SecretScrubber | None = None,
+) -> ConnectionTestOutcome:
+    registered = RegisteredSecrets(secrets, redactor) if redactor is not None else None
+    try:
+        return await _test(factory, account, registered or secrets, timeout, redactor)
+    finally:
+        if registered is not None:
+            registered.release()
+
+
+async def _test(
+    factory: ProviderFactory,
+    account: ConfigDocument,
+    secrets: SecretResolver,
+    timeout: timedelta,  # noqa: ASYNC109 - the provider's own budget, passed through the SPI
+    redactor: SecretScrubber | None,
 ) -> ConnectionTestOutcome:
     started = time.monotonic()
     try:
@@ -69,5 +90,10 @@ async def run_connection_test(
     measured = round((time.monotonic() - started) * 1000)
     latency = result.latency_ms if result.latency_ms is not None and result.latency_ms >= 0 else measured
     category = None if result.ok else (result.category or ErrorCategory.UNKNOWN)
-    message = redact_diagnostic(result.message, limit=_MESSAGE_CHARS) or ("OK" if result.ok else "Failed.")
+    text = result.message
+    if text is not None and redactor is not None:
+        # The registered values first (a rule could mask part of one and leave the rest unrecognised),
+        # and before they are released: the message is what the API answers with.
+        text = redactor.text(text)
+    message = redact_diagnostic(text, limit=_MESSAGE_CHARS) or ("OK" if result.ok else "Failed.")
     return ConnectionTestOutcome(result.ok, category, message, latency)

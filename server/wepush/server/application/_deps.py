@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from wepush.agent.engine import SecretMasker
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.server.application.audit import Auditor
 from wepush.server.application.credentials import TokenHasher
 from wepush.server.domain import UnitOfWorkFactory
-from wepush.server.domain.secrets import SecretStore
+from wepush.server.domain.secrets import SecretScrubber, SecretStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +33,6 @@ class ServiceDeps:
     secret_store: SecretStore
     tokens: TokenHasher
     import_limits: ImportLimits
+    redactor: SecretScrubber = field(default_factory=SecretMasker)
+    """The Service's redactor (the composition root passes the logging one); a connection test
+    registers the secret values it resolves with it. The default applies the shared rules only."""

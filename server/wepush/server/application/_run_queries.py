@@ -6,6 +6,7 @@ Every function runs inside the caller's unit of work and only reads.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Final
 
 from wepush.server.application._run_errors import EventCursorExpired
 from wepush.server.application._run_views import ConcurrencyView, RunListFilter, RunView
@@ -53,9 +54,13 @@ async def target_concurrency(uow: UnitOfWork, run: Run, snapshot: RunSnapshot) -
     return target
 
 
+#: Artifacts a client may know about: deleted ones are history, not downloads.
+VISIBLE_ARTIFACT_STATES: Final = frozenset(ArtifactState) - {ArtifactState.DELETING, ArtifactState.DELETED}
+
+
 def visible_artifacts(artifacts: list[Artifact]) -> tuple[Artifact, ...]:
     """Artifacts a client may know about: deleted ones are history, not downloads."""
-    return tuple(a for a in artifacts if a.state not in (ArtifactState.DELETING, ArtifactState.DELETED))
+    return tuple(a for a in artifacts if a.state in VISIBLE_ARTIFACT_STATES)
 
 
 async def run_view(uow: UnitOfWork, run: Run, now: datetime) -> RunView:
@@ -114,14 +119,3 @@ def check_event_position(run: Run, after: int, oldest: int | None) -> None:
     first_retained = oldest if oldest is not None else run.last_event_sequence + 1
     if after + 1 < first_retained:
         raise EventCursorExpired(run.id, after, first_retained)
-
-
-def artifact_page(artifacts: tuple[Artifact, ...], request: PageRequest[Keyset]) -> Page[Artifact, Keyset]:
-    """Oldest first by ``(created_at, id)``; a run has a handful of artifacts, so this pages in memory."""
-    ordered = sorted(artifacts, key=lambda a: (a.created_at, a.id))
-    if request.after is not None:
-        position = (request.after.at, request.after.id)
-        ordered = [a for a in ordered if (a.created_at, a.id) > position]
-    items = ordered[: request.limit]
-    more = len(ordered) > request.limit
-    return Page(items, Keyset(items[-1].created_at, items[-1].id) if more else None)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._run_context import ARTIFACT, RunUseCases
 from wepush.server.application._run_ports import EventSubscription
 from wepush.server.application._run_queries import (
-    artifact_page,
+    VISIBLE_ARTIFACT_STATES,
     check_event_position,
     list_runs,
     run_view,
-    visible_artifacts,
 )
 from wepush.server.application._run_views import RunListFilter, RunView
 from wepush.server.application.auth import Principal, Role
@@ -89,13 +88,26 @@ class RunReading(RunUseCases):
         return self._ports.events.subscribe(workspace_id, run_id, after_sequence=after, end_at=end_at)
 
     async def list_artifacts(
-        self, principal: Principal, workspace_id: str, run_id: str, page: PageRequest[Keyset]
+        self,
+        principal: Principal,
+        workspace_id: str,
+        run_id: str,
+        page: PageRequest[Keyset],
+        *,
+        artifact_types: Collection[str] | None = None,
     ) -> Page[Artifact, Keyset]:
+        """Oldest first; only the ``artifact_types`` given (the ones the caller can show), when given."""
         await self._authorize(principal, workspace_id, Role.VIEWER, "run.artifacts.read", resource_id=run_id)
         async with self._deps.uow(read_only=True) as uow:
             await uow.runs.get(workspace_id, run_id)
-            artifacts = await uow.artifacts.list_for_owner(workspace_id, ArtifactOwnerType.RUN, run_id)
-        return artifact_page(visible_artifacts(artifacts), page)
+            return await uow.artifacts.list_page(
+                workspace_id,
+                ArtifactOwnerType.RUN,
+                run_id,
+                page,
+                states=VISIBLE_ARTIFACT_STATES,
+                artifact_types=artifact_types,
+            )
 
     async def download_artifact(
         self,

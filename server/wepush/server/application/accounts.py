@@ -19,7 +19,6 @@ from wepush.server.application._accounts_probe import (
     ConnectionTestOutcome,
     run_connection_test,
 )
-from wepush.server.application._accounts_scan import scan_page
 from wepush.server.application._accounts_schema import SchemaValidators
 from wepush.server.application._accounts_secrets import (
     ACCOUNT_OWNER,
@@ -33,7 +32,7 @@ from wepush.server.application._accounts_validation import AccountProvider, chan
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
     Account,
     AuditOutcome,
@@ -90,10 +89,6 @@ def _view(account: Account, records: list[SecretRecord]) -> AccountView:
     return AccountView(account, tuple(SecretStatus(r.name, r.updated_at) for r in records))
 
 
-def _created_key(account: Account) -> Keyset:
-    return Keyset(account.created_at, account.id)
-
-
 class AccountService:
     def __init__(self, deps: ServiceDeps) -> None:
         self._deps = deps
@@ -126,27 +121,21 @@ class AccountService:
         await authorize_audited(
             self._deps, principal, workspace_id, Role.VIEWER, action="account.list", resource_type=RESOURCE
         )
-        needle = name.casefold() if name else None
-
-        def keep(account: Account) -> bool:
-            if provider_id is not None and account.provider_id != provider_id:
-                return False
-            return needle is None or needle in account.name.casefold()
-
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
-            if provider_id is None and needle is None:
-                found = await uow.accounts.list_page(workspace_id, page)
-            else:
-                found = await scan_page(
-                    lambda p: uow.accounts.list_page(workspace_id, p), page, keep=keep, key=_created_key
-                )
+            found = await uow.accounts.list_page(workspace_id, page, name=name, provider_id=provider_id)
             views = [_view(a, await self._records(uow, workspace_id, a.id)) for a in found.items]
         return Page(views, found.next_after)
 
     async def get(self, principal: Principal, workspace_id: str, account_id: str) -> AccountView:
         await authorize_audited(
-            self._deps, principal, workspace_id, Role.VIEWER, action="account.read", resource_type=RESOURCE
+            self._deps,
+            principal,
+            workspace_id,
+            Role.VIEWER,
+            action="account.read",
+            resource_type=RESOURCE,
+            resource_id=account_id,
         )
         async with self._deps.uow(read_only=True) as uow:
             account = await uow.accounts.get(workspace_id, account_id)
@@ -196,28 +185,35 @@ class AccountService:
             now=now,
         )
 
-        async with self._deps.uow() as uow:
-            await ensure_workspace(uow, principal, workspace_id)
+        async def attempt() -> Outcome:
+            async with self._deps.uow() as uow:
+                await ensure_workspace(uow, principal, workspace_id)
 
-            async def action() -> Outcome:
-                stored = await uow.accounts.add(account)
-                await plan.apply(uow)
-                fields = ["name", "providerId", *changed_paths({}, draft.config, "config")]
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "account.create",
-                    RESOURCE,
-                    workspace_id=workspace_id,
-                    resource_id=stored.id,
-                    fields=[*fields, *(["description"] if draft.description else []), *plan.changed_fields],
-                    summary=f"Account created for {provider.provider_id}; {plan.replaced_count} secret(s) set",
-                    trace_id=trace_id,
-                )
-                view = _view(stored, await self._records(uow, workspace_id, stored.id))
-                return Outcome(201, render(view), stored.id)
+                async def action() -> Outcome:
+                    stored = await uow.accounts.add(account)
+                    await plan.apply(uow)
+                    fields = ["name", "providerId", *changed_paths({}, draft.config, "config")]
+                    await self._deps.auditor.record(
+                        uow,
+                        principal,
+                        "account.create",
+                        RESOURCE,
+                        workspace_id=workspace_id,
+                        resource_id=stored.id,
+                        fields=[
+                            *fields,
+                            *(["description"] if draft.description else []),
+                            *plan.changed_fields,
+                        ],
+                        summary=f"Account created for {provider.provider_id}; {plan.replaced_count} secret(s) set",
+                        trace_id=trace_id,
+                    )
+                    view = _view(stored, await self._records(uow, workspace_id, stored.id))
+                    return Outcome(201, render(view), stored.id)
 
-            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=action)
+                return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=action)
+
+        return await once_more_on_race(idempotency, attempt)
 
     async def update(
         self,
@@ -362,7 +358,11 @@ class AccountService:
         resolver = AccountSecretResolver(self._deps.secret_store, workspace_id, records)
         # Outside any transaction: the provider does network I/O here.
         outcome = await run_connection_test(
-            provider.factory, provider.document(account.config, account.schema_version), resolver, budget
+            provider.factory,
+            provider.document(account.config, account.schema_version),
+            resolver,
+            budget,
+            redactor=self._deps.redactor,
         )
         async with self._deps.uow() as uow:
             await self._deps.auditor.record(

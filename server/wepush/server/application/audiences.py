@@ -12,11 +12,10 @@ from collections.abc import Callable
 from typing import Final
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
-from wepush.server.application._accounts_scan import scan_page
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._newest_first import newest_first
 from wepush.server.application.auth import Principal, Role
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
     Audience,
     AudienceSnapshot,
@@ -30,11 +29,6 @@ from wepush.server.domain import (
 __all__ = ["AudienceService"]
 
 _RESOURCE: Final = "AUDIENCE"
-
-
-def _name_matches(name_filter: str | None) -> Callable[[Audience], bool]:
-    needle = (name_filter or "").casefold()
-    return lambda audience: needle in audience.name.casefold()
 
 
 class AudienceService:
@@ -72,14 +66,7 @@ class AudienceService:
         await self._authorize(principal, workspace_id, Role.VIEWER, "audience.list")
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
-            if name is None:
-                return await uow.audiences.list_page(workspace_id, page)
-            return await scan_page(
-                lambda request: uow.audiences.list_page(workspace_id, request),
-                page,
-                keep=_name_matches(name),
-                key=lambda audience: Keyset(audience.created_at, audience.id),
-            )
+            return await uow.audiences.list_page(workspace_id, page, name=name)
 
     async def create(
         self,
@@ -94,32 +81,38 @@ class AudienceService:
     ) -> Outcome:
         await self._authorize(principal, workspace_id, Role.OPERATOR, "audience.create", trace_id=trace_id)
         now = self._deps.clock()
-        async with self._deps.uow() as uow:
 
-            async def create_audience() -> Outcome:
-                await ensure_workspace(uow, principal, workspace_id)
-                audience = await uow.audiences.add(
-                    Audience(
-                        workspace_id=workspace_id,
-                        name=name,
-                        description=description,
-                        created_at=now,
-                        updated_at=now,
+        async def attempt() -> Outcome:
+            async with self._deps.uow() as uow:
+
+                async def create_audience() -> Outcome:
+                    await ensure_workspace(uow, principal, workspace_id)
+                    audience = await uow.audiences.add(
+                        Audience(
+                            workspace_id=workspace_id,
+                            name=name,
+                            description=description,
+                            created_at=now,
+                            updated_at=now,
+                        )
                     )
-                )
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "audience.create",
-                    _RESOURCE,
-                    workspace_id=workspace_id,
-                    resource_id=audience.id,
-                    fields=["name", "description"],
-                    trace_id=trace_id,
-                )
-                return Outcome(201, render(audience), audience.id)
+                    await self._deps.auditor.record(
+                        uow,
+                        principal,
+                        "audience.create",
+                        _RESOURCE,
+                        workspace_id=workspace_id,
+                        resource_id=audience.id,
+                        fields=["name", "description"],
+                        trace_id=trace_id,
+                    )
+                    return Outcome(201, render(audience), audience.id)
 
-            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=create_audience)
+                return await guarded(
+                    uow, idempotency, workspace_id=workspace_id, now=now, action=create_audience
+                )
+
+        return await once_more_on_race(idempotency, attempt)
 
     async def get(self, principal: Principal, workspace_id: str, audience_id: str) -> Audience:
         await self._authorize(principal, workspace_id, Role.VIEWER, "audience.read", audience_id)
@@ -209,7 +202,7 @@ class AudienceService:
         await self._authorize(principal, workspace_id, Role.VIEWER, "audience_snapshot.read", snapshot_id)
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
-            return await uow.audiences.get_snapshot(workspace_id, snapshot_id)
+            return await uow.audiences.get_snapshot(workspace_id, snapshot_id, of_live_audience=True)
 
     async def list_recipients(
         self, principal: Principal, workspace_id: str, snapshot_id: str, page: PageRequest[int]
@@ -218,5 +211,5 @@ class AudienceService:
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
             # The snapshot lookup is what scopes the recipients to the caller's workspace.
-            await uow.audiences.get_snapshot(workspace_id, snapshot_id)
+            await uow.audiences.get_snapshot(workspace_id, snapshot_id, of_live_audience=True)
             return await uow.audiences.list_recipients(snapshot_id, page)

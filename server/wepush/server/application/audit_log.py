@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
-from wepush.server.application._accounts_scan import scan_page
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application.auth import Principal, Role
 from wepush.server.domain import AuditEvent, Keyset, Page, PageRequest
@@ -26,10 +25,6 @@ class AuditQuery:
     occurred_before: datetime | None = None
 
 
-def _occurred_key(event: AuditEvent) -> Keyset:
-    return Keyset(event.occurred_at, event.id)
-
-
 class AuditQueryService:
     def __init__(self, deps: ServiceDeps) -> None:
         self._deps = deps
@@ -41,28 +36,15 @@ class AuditQueryService:
         await authorize_audited(
             self._deps, principal, workspace_id, Role.ADMIN, action="audit.read", resource_type="AUDIT_EVENT"
         )
-        after = query.occurred_after
-
-        def keep(event: AuditEvent) -> bool:
-            if query.actor_id is not None and event.actor_id != query.actor_id:
-                return False
-            return after is None or event.occurred_at > after
-
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
-
-            async def fetch(request: PageRequest[Keyset]) -> Page[AuditEvent, Keyset]:
-                return await uow.audit.list_page(
-                    workspace_id,
-                    request,
-                    action=query.action,
-                    resource_type=query.resource_type,
-                    resource_id=query.resource_id,
-                    since=after,
-                    until=query.occurred_before,
-                )
-
-            # The repository filters all but the actor and the exclusive lower bound; those are skipped here.
-            if query.actor_id is None and after is None:
-                return await fetch(page)
-            return await scan_page(fetch, page, keep=keep, key=_occurred_key)
+            return await uow.audit.list_page(
+                workspace_id,
+                page,
+                action=query.action,
+                actor_id=query.actor_id,
+                resource_type=query.resource_type,
+                resource_id=query.resource_id,
+                occurred_after=query.occurred_after,
+                until=query.occurred_before,
+            )

@@ -28,6 +28,15 @@ def authorize(principal: Principal, workspace_id: str, minimum: Role) -> Role:
     return role
 
 
+def granted_by_system_admin(principal: Principal, workspace_id: str, minimum: Role) -> bool:
+    """Whether only SYSTEM_ADMIN lets the caller act in ``workspace_id`` at ``minimum``: it holds no role
+    of its own there, or one too weak. Such an action must be audited even when it only reads."""
+    if principal.type is not PrincipalType.USER or not principal.system_admin:
+        return False
+    role = principal.role_in(workspace_id)
+    return role is None or _RANK[role] < _RANK[minimum]
+
+
 def require_system_admin(principal: Principal) -> None:
     if principal.type is not PrincipalType.USER or not principal.system_admin:
         raise AccessDenied("This operation needs the SYSTEM_ADMIN role.")

@@ -13,8 +13,12 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
+from wepush.server.application.audit import Auditor
+from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.application.credentials import TokenHasher, TokenKind
+from wepush.server.application.tokens import RESOURCE as TOKEN_RESOURCE
 from wepush.server.domain import (
     ApiToken,
     DuplicateResource,
@@ -32,6 +36,8 @@ DEFAULT_WORKSPACE_NAME = "default"
 SYSTEM_OWNER_TYPE = "SYSTEM"
 SYSTEM_OWNER_ID = "service"
 BOOTSTRAP_PRINCIPAL = "bootstrap-admin"
+#: The Service itself, the actor of what it does on its own at first start.
+_SYSTEM: Final = Principal(type=PrincipalType.SYSTEM, id=SYSTEM_OWNER_ID)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +54,7 @@ class SystemBootstrap:
         self._uow = uow
         self._secrets = secret_store
         self._clock = clock
+        self._auditor = Auditor(clock)
 
     async def ensure_default_workspace(self) -> Workspace:
         async with self._uow(read_only=True) as uow:
@@ -140,7 +147,7 @@ class SystemBootstrap:
             again = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=1))
             if again.items:
                 return None
-            await uow.api_tokens.add(
+            stored = await uow.api_tokens.add(
                 ApiToken(
                     workspace_id=workspace_id,
                     name="bootstrap-admin",
@@ -152,5 +159,15 @@ class SystemBootstrap:
                     created_at=now,
                     updated_at=now,
                 )
+            )
+            await self._auditor.record(
+                uow,
+                _SYSTEM,
+                "token.create",
+                TOKEN_RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=stored.id,
+                fields=["name", "role"],
+                summary="Bootstrap API token created with the SYSTEM_ADMIN role",
             )
         return issued.plaintext

@@ -13,7 +13,15 @@ from datetime import datetime, timedelta
 
 from wepush.server.application.idempotency import IdempotencyConflict as KeyReused
 from wepush.server.application.idempotency import Replay, decide_idempotency, key_hash
-from wepush.server.domain import IdempotencyConflict, IdempotencyRecord, JsonObject, UnitOfWork
+from wepush.server.domain import (
+    DuplicateResource,
+    IdempotencyConflict,
+    IdempotencyRecord,
+    ImportStateConflict,
+    JsonObject,
+    UnitOfWork,
+    VersionConflict,
+)
 
 RECORD_TTL = timedelta(hours=24)
 
@@ -33,6 +41,30 @@ class Outcome:
     body: JsonObject
     resource_id: str | None = None
     replayed: bool = False
+
+
+#: How the loser of two first requests with one key fails: on the resource's unique name or the key's own
+#: unique record, or on the version or state the winner changed.
+_RACE_LOSSES = (DuplicateResource, IdempotencyConflict, VersionConflict, ImportStateConflict)
+
+
+async def once_more_on_race(
+    request: IdempotencyRequest | None, attempt: Callable[[], Awaitable[Outcome]]
+) -> Outcome:
+    """Run a guarded transaction, and once more if it lost a race to a request with the same key.
+
+    Two first requests with one Idempotency-Key (a client retrying after a timeout while the first is
+    still running) both find no record. The database lets one commit and makes the other wait, then fail
+    (PostgreSQL; SQLite's write lock queues them, so the second simply finds the record). Run again, now
+    after the winner's commit, the loser replays the winner's response; a request that differs gets the
+    409, and one that failed for a reason of its own fails the same way again.
+    """
+    if request is None:
+        return await attempt()
+    try:
+        return await attempt()
+    except _RACE_LOSSES:
+        return await attempt()
 
 
 async def guarded(

@@ -24,7 +24,7 @@ from wepush.server.application._import_errors import ContentRejected, ImportLimi
 from wepush.server.application._import_settings import SOURCE_COLUMNS_KEY, ImportSettings, source_columns
 from wepush.server.application._import_staging import stage_upload
 from wepush.server.application.auth import Principal, Role
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
     AudienceImport,
     AudienceSnapshot,
@@ -41,7 +41,14 @@ from wepush.server.domain import (
     VersionConflict,
 )
 
-__all__ = ["IMPORT_TTL", "PREVIEW_ROWS", "ImportPreview", "ImportService", "staging_readable"]
+__all__ = [
+    "ERRORS_DOWNLOAD",
+    "IMPORT_TTL",
+    "PREVIEW_ROWS",
+    "ImportPreview",
+    "ImportService",
+    "staging_readable",
+]
 
 #: Uncommitted staging data is temporary (seed: temporary exports live 24 hours).
 IMPORT_TTL: Final = timedelta(hours=24)
@@ -49,6 +56,8 @@ _TTL_TEXT: Final = "24 hours"
 PREVIEW_ROWS: Final = 20
 ERROR_PAGE_ROWS: Final = 1000
 _RESOURCE: Final = "AUDIENCE_IMPORT"
+#: Downloading an import's error rows, audited like ``artifact.download``.
+ERRORS_DOWNLOAD: Final = "audience_import.errors.download"
 _OPEN_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGING, ImportState.STAGED})
 _READABLE_STATES: Final = frozenset({ImportState.STAGED, ImportState.COMMITTED})
 _ERROR_STATUSES: Final = (StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE)
@@ -119,36 +128,42 @@ class ImportService:
         )
         settings.validate(self._deps.import_limits)
         now = self._deps.clock()
-        async with self._deps.uow() as uow:
 
-            async def create_import() -> Outcome:
-                await ensure_workspace(uow, principal, workspace_id)
-                await uow.audiences.get(workspace_id, audience_id)
-                created = await uow.audience_imports.add(
-                    AudienceImport(
-                        workspace_id=workspace_id,
-                        audience_id=audience_id,
-                        format=settings.format,
-                        options=settings.to_options(),
-                        expires_at=now + IMPORT_TTL,
-                        created_at=now,
-                        updated_at=now,
+        async def attempt() -> Outcome:
+            async with self._deps.uow() as uow:
+
+                async def create_import() -> Outcome:
+                    await ensure_workspace(uow, principal, workspace_id)
+                    await uow.audiences.get(workspace_id, audience_id)
+                    created = await uow.audience_imports.add(
+                        AudienceImport(
+                            workspace_id=workspace_id,
+                            audience_id=audience_id,
+                            format=settings.format,
+                            options=settings.to_options(),
+                            expires_at=now + IMPORT_TTL,
+                            created_at=now,
+                            updated_at=now,
+                        )
                     )
-                )
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "audience_import.create",
-                    _RESOURCE,
-                    workspace_id=workspace_id,
-                    resource_id=created.id,
-                    fields=settings.to_options().keys(),
-                    trace_id=trace_id,
-                    summary=f"{settings.format.value} import for audience {audience_id}",
-                )
-                return Outcome(201, render(created), created.id)
+                    await self._deps.auditor.record(
+                        uow,
+                        principal,
+                        "audience_import.create",
+                        _RESOURCE,
+                        workspace_id=workspace_id,
+                        resource_id=created.id,
+                        fields=settings.to_options().keys(),
+                        trace_id=trace_id,
+                        summary=f"{settings.format.value} import for audience {audience_id}",
+                    )
+                    return Outcome(201, render(created), created.id)
 
-            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=create_import)
+                return await guarded(
+                    uow, idempotency, workspace_id=workspace_id, now=now, action=create_import
+                )
+
+        return await once_more_on_race(idempotency, attempt)
 
     async def get(
         self, principal: Principal, workspace_id: str, audience_id: str, import_id: str
@@ -160,6 +175,7 @@ class ImportService:
             Role.VIEWER,
             action="audience_import.read",
             resource_type=_RESOURCE,
+            resource_id=import_id,
         )
         async with self._deps.uow(read_only=True) as uow:
             found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
@@ -296,6 +312,7 @@ class ImportService:
             Role.VIEWER,
             action="audience_import.read",
             resource_type=_RESOURCE,
+            resource_id=import_id,
         )
         async with self._deps.uow(read_only=True) as uow:
             found = await self._readable(uow, principal, workspace_id, audience_id, import_id, "preview")
@@ -319,21 +336,42 @@ class ImportService:
         return staging_readable(found, self._deps.clock(), attempted)
 
     async def error_rows(
-        self, principal: Principal, workspace_id: str, audience_id: str, import_id: str
+        self,
+        principal: Principal,
+        workspace_id: str,
+        audience_id: str,
+        import_id: str,
+        *,
+        trace_id: str | None = None,
     ) -> AsyncIterator[list[StagedRow]]:
-        """Check access now, then yield the rejected and duplicate rows page by page, each page read in a
-        short transaction of its own (the download may take longer than any transaction should)."""
+        """Check access now and audit the download (like an artifact download), then yield the rejected
+        and duplicate rows page by page, each page read in a short transaction of its own (the download
+        may take longer than any transaction should)."""
         await authorize_audited(
             self._deps,
             principal,
             workspace_id,
             Role.VIEWER,
-            action="audience_import.read",
+            action=ERRORS_DOWNLOAD,
             resource_type=_RESOURCE,
+            resource_id=import_id,
+            trace_id=trace_id,
         )
-        async with self._deps.uow(read_only=True) as uow:
+        async with self._deps.uow() as uow:
             found = await self._readable(
                 uow, principal, workspace_id, audience_id, import_id, "download errors"
+            )
+            counts = found.counts
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                ERRORS_DOWNLOAD,
+                _RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=import_id,
+                summary=f"error rows of audience {audience_id}: {counts.rejected_rows} rejected, "
+                f"{counts.duplicate_rows} duplicate",
+                trace_id=trace_id,
             )
         return self._error_pages(import_id, found.columns)
 
@@ -373,53 +411,59 @@ class ImportService:
             trace_id=trace_id,
         )
         now = self._deps.clock()
-        # The checksum is read on a connection of its own while the recipients are copied. It is taken
-        # from the pool before the write transaction begins, so a commit holding SQLite's write lock
-        # never waits for a pooled connection held by writers queued behind that lock.
-        async with contextlib.AsyncExitStack() as stack:
-            reader = (
-                await stack.enter_async_context(self._deps.uow(read_only=True))
-                if self._deps.uow.concurrent
-                else None
-            )
-            uow = await stack.enter_async_context(self._deps.uow())
 
-            async def commit_import() -> Outcome:
-                found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
-                current = _effective(found, now)
-                if current.state is not ImportState.STAGED:
-                    raise ImportStateConflict(import_id, current.state.value, "commit")
-                if current.counts.accepted_rows == 0:
-                    # Committing would make an empty snapshot the audience's latest: a wrong file, or one
-                    # every row of which was rejected, would silently leave the next Run with no one.
-                    raise ImportStateConflict(
-                        import_id,
-                        current.state.value,
-                        "commit",
-                        why=f"audience import {import_id} has no accepted rows, so there is nothing to "
-                        f"commit ({_counts_summary(current.counts)}; its errors say why)",
+        async def attempt() -> Outcome:
+            # The checksum is read on a connection of its own while the recipients are copied. It is taken
+            # from the pool before the write transaction begins, so a commit holding SQLite's write lock
+            # never waits for a pooled connection held by writers queued behind that lock.
+            async with contextlib.AsyncExitStack() as stack:
+                reader = (
+                    await stack.enter_async_context(self._deps.uow(read_only=True))
+                    if self._deps.uow.concurrent
+                    else None
+                )
+                uow = await stack.enter_async_context(self._deps.uow())
+
+                async def commit_import() -> Outcome:
+                    found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
+                    current = _effective(found, now)
+                    if current.state is not ImportState.STAGED:
+                        raise ImportStateConflict(import_id, current.state.value, "commit")
+                    if current.counts.accepted_rows == 0:
+                        # Committing would make an empty snapshot the audience's latest: a wrong file, or one
+                        # every row of which was rejected, would silently leave the next Run with no one.
+                        raise ImportStateConflict(
+                            import_id,
+                            current.state.value,
+                            "commit",
+                            why=f"audience import {import_id} has no accepted rows, so there is nothing to "
+                            f"commit ({_counts_summary(current.counts)}; its errors say why)",
+                        )
+                    audience = await uow.audiences.get(workspace_id, audience_id)
+                    if audience.version != audience_version:
+                        raise VersionConflict("audience", audience_id, audience_version)
+                    committed = await uow.audience_imports.commit(
+                        audience, found, digest_from=None if reader is None else reader.audience_imports
                     )
-                audience = await uow.audiences.get(workspace_id, audience_id)
-                if audience.version != audience_version:
-                    raise VersionConflict("audience", audience_id, audience_version)
-                committed = await uow.audience_imports.commit(
-                    audience, found, digest_from=None if reader is None else reader.audience_imports
-                )
-                snapshot = committed.snapshot
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "audience_import.commit",
-                    _RESOURCE,
-                    workspace_id=workspace_id,
-                    resource_id=import_id,
-                    fields=["snapshot"],
-                    trace_id=trace_id,
-                    summary=f"snapshot {snapshot.id} revision {snapshot.revision}: {snapshot.recipient_count} recipients",
-                )
-                return Outcome(201, render(snapshot), snapshot.id)
+                    snapshot = committed.snapshot
+                    await self._deps.auditor.record(
+                        uow,
+                        principal,
+                        "audience_import.commit",
+                        _RESOURCE,
+                        workspace_id=workspace_id,
+                        resource_id=import_id,
+                        fields=["snapshot"],
+                        trace_id=trace_id,
+                        summary=f"snapshot {snapshot.id} revision {snapshot.revision}: {snapshot.recipient_count} recipients",
+                    )
+                    return Outcome(201, render(snapshot), snapshot.id)
 
-            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=commit_import)
+                return await guarded(
+                    uow, idempotency, workspace_id=workspace_id, now=now, action=commit_import
+                )
+
+        return await once_more_on_race(idempotency, attempt)
 
 
 def _with_raw(row: StagedRow, fields: list[str]) -> StagedRow:

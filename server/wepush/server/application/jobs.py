@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
-from wepush.server.application._accounts_scan import scan_page
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._job_policies import policies_from_request
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
     Account,
     Job,
@@ -98,7 +97,7 @@ async def _check_references(uow: UnitOfWork, workspace_id: str, definition: JobD
             issues,
         )
     snapshot = await _found(
-        uow.audiences.get_snapshot(workspace_id, definition.audience_snapshot_id),
+        uow.audiences.get_snapshot(workspace_id, definition.audience_snapshot_id, of_live_audience=True),
         "/audienceSnapshotId",
         "audience snapshot",
         issues,
@@ -167,18 +166,9 @@ class JobService:
         self, principal: Principal, workspace_id: str, page: PageRequest[Keyset], *, name: str | None = None
     ) -> Page[JobView, Keyset]:
         await self._authorize(principal, workspace_id, Role.VIEWER, "job.list")
-        needle = (name or "").casefold()
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
-            if name is None:
-                found = await uow.jobs.list_page(workspace_id, page)
-            else:
-                found = await scan_page(
-                    lambda request: uow.jobs.list_page(workspace_id, request),
-                    page,
-                    keep=lambda job: needle in job.name.casefold(),
-                    key=lambda job: Keyset(job.created_at, job.id),
-                )
+            found = await uow.jobs.list_page(workspace_id, page, name=name)
             providers: dict[str, str] = {}
             views = [JobView(job, await self._provider_of(uow, job, providers)) for job in found.items]
         return Page(views, found.next_after)
@@ -196,38 +186,42 @@ class JobService:
         await self._authorize(principal, workspace_id, Role.OPERATOR, "job.create", trace_id=trace_id)
         policies = policies_from_request(definition.policies)
         now = self._deps.clock()
-        async with self._deps.uow() as uow:
 
-            async def create_job() -> Outcome:
-                await ensure_workspace(uow, principal, workspace_id)
-                provider_id = await _check_references(uow, workspace_id, definition)
-                job = await uow.jobs.add(
-                    Job(
-                        workspace_id=workspace_id,
-                        name=definition.name,
-                        description=definition.description,
-                        account_id=definition.account_id,
-                        message_id=definition.message_id,
-                        message_revision=definition.message_revision,
-                        audience_snapshot_id=definition.audience_snapshot_id,
-                        policies=policies,
-                        created_at=now,
-                        updated_at=now,
+        async def attempt() -> Outcome:
+            async with self._deps.uow() as uow:
+
+                async def create_job() -> Outcome:
+                    await ensure_workspace(uow, principal, workspace_id)
+                    provider_id = await _check_references(uow, workspace_id, definition)
+                    job = await uow.jobs.add(
+                        Job(
+                            workspace_id=workspace_id,
+                            name=definition.name,
+                            description=definition.description,
+                            account_id=definition.account_id,
+                            message_id=definition.message_id,
+                            message_revision=definition.message_revision,
+                            audience_snapshot_id=definition.audience_snapshot_id,
+                            policies=policies,
+                            created_at=now,
+                            updated_at=now,
+                        )
                     )
-                )
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "job.create",
-                    _RESOURCE,
-                    workspace_id=workspace_id,
-                    resource_id=job.id,
-                    fields=[_API_NAMES.get(name, name) for name in _DEFINITION_FIELDS],
-                    trace_id=trace_id,
-                )
-                return Outcome(201, render(JobView(job, provider_id)), job.id)
+                    await self._deps.auditor.record(
+                        uow,
+                        principal,
+                        "job.create",
+                        _RESOURCE,
+                        workspace_id=workspace_id,
+                        resource_id=job.id,
+                        fields=[_API_NAMES.get(name, name) for name in _DEFINITION_FIELDS],
+                        trace_id=trace_id,
+                    )
+                    return Outcome(201, render(JobView(job, provider_id)), job.id)
 
-            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=create_job)
+                return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=create_job)
+
+        return await once_more_on_race(idempotency, attempt)
 
     async def get(self, principal: Principal, workspace_id: str, job_id: str) -> JobView:
         await self._authorize(principal, workspace_id, Role.VIEWER, "job.read", job_id)

@@ -80,7 +80,7 @@ class MasterKeyRewrap:
                     uow,
                     _OPERATOR,
                     "secret.rewrap",
-                    "SecretRecord",
+                    "SECRET_RECORD",
                     workspace_id=workspace_id,
                     fields=["encrypted_dek", "dek_nonce", "key_version"],
                     summary=f"{count} secrets re-wrapped under master key version {active_version}",

@@ -14,7 +14,6 @@ from typing import Final
 
 from wepush.agent.engine import ConfigDocument
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
-from wepush.server.application._accounts_scan import scan_page
 from wepush.server.application._accounts_schema import SchemaValidators
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._newest_first import newest_first
@@ -25,7 +24,7 @@ from wepush.server.application.errors import (
     ProviderNotAvailable,
     ValidationFailed,
 )
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
     JsonObject,
     Keyset,
@@ -109,21 +108,9 @@ class MessageService:
         provider_id: str | None = None,
     ) -> Page[Message, Keyset]:
         await self._authorize(principal, workspace_id, Role.VIEWER, "message.list")
-        needle = (name or "").casefold()
-
-        def keep(message: Message) -> bool:
-            return needle in message.name.casefold() and provider_id in (None, message.provider_id)
-
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
-            if name is None and provider_id is None:
-                return await uow.messages.list_page(workspace_id, page)
-            return await scan_page(
-                lambda request: uow.messages.list_page(workspace_id, request),
-                page,
-                keep=keep,
-                key=lambda message: Keyset(message.created_at, message.id),
-            )
+            return await uow.messages.list_page(workspace_id, page, name=name, provider_id=provider_id)
 
     async def create(
         self,
@@ -141,36 +128,42 @@ class MessageService:
         await self._authorize(principal, workspace_id, Role.OPERATOR, "message.create", trace_id=trace_id)
         self.check_content(provider_id, content, chosen=True)
         now = self._deps.clock()
-        async with self._deps.uow() as uow:
 
-            async def create_message() -> Outcome:
-                await ensure_workspace(uow, principal, workspace_id)
-                message = Message(
-                    workspace_id=workspace_id,
-                    name=name,
-                    description=description,
-                    provider_id=provider_id,
-                    latest_revision=1,
-                    created_at=now,
-                    updated_at=now,
-                )
-                first = MessageRevision.of(
-                    workspace_id=workspace_id, message_id=message.id, revision=1, content=content, now=now
-                )
-                await uow.messages.add(message, first)
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "message.create",
-                    _RESOURCE,
-                    workspace_id=workspace_id,
-                    resource_id=message.id,
-                    fields=["name", "description", "providerId", "content"],
-                    trace_id=trace_id,
-                )
-                return Outcome(201, render(message), message.id)
+        async def attempt() -> Outcome:
+            async with self._deps.uow() as uow:
 
-            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=create_message)
+                async def create_message() -> Outcome:
+                    await ensure_workspace(uow, principal, workspace_id)
+                    message = Message(
+                        workspace_id=workspace_id,
+                        name=name,
+                        description=description,
+                        provider_id=provider_id,
+                        latest_revision=1,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                    first = MessageRevision.of(
+                        workspace_id=workspace_id, message_id=message.id, revision=1, content=content, now=now
+                    )
+                    await uow.messages.add(message, first)
+                    await self._deps.auditor.record(
+                        uow,
+                        principal,
+                        "message.create",
+                        _RESOURCE,
+                        workspace_id=workspace_id,
+                        resource_id=message.id,
+                        fields=["name", "description", "providerId", "content"],
+                        trace_id=trace_id,
+                    )
+                    return Outcome(201, render(message), message.id)
+
+                return await guarded(
+                    uow, idempotency, workspace_id=workspace_id, now=now, action=create_message
+                )
+
+        return await once_more_on_race(idempotency, attempt)
 
     async def get(self, principal: Principal, workspace_id: str, message_id: str) -> Message:
         """The message's metadata; ``latest_revision`` names its newest content."""
@@ -272,38 +265,44 @@ class MessageService:
         # The provider of a message never changes, so the content can be checked outside the transaction.
         self.check_content(provider_id, content)
         now = self._deps.clock()
-        async with self._deps.uow() as uow:
 
-            async def create_revision() -> Outcome:
-                message = await uow.messages.get(workspace_id, message_id)
-                if message.latest_revision != based_on_revision:
-                    raise VersionConflict("message", message_id, based_on_revision)
-                number = message.latest_revision + 1
-                # Bumping the message first serialises concurrent editors on its version.
-                await uow.messages.update(dataclasses.replace(message, latest_revision=number))
-                revision = await uow.messages.add_revision(
-                    MessageRevision.of(
-                        workspace_id=workspace_id,
-                        message_id=message_id,
-                        revision=number,
-                        content=content,
-                        now=now,
+        async def attempt() -> Outcome:
+            async with self._deps.uow() as uow:
+
+                async def create_revision() -> Outcome:
+                    message = await uow.messages.get(workspace_id, message_id)
+                    if message.latest_revision != based_on_revision:
+                        raise VersionConflict("message", message_id, based_on_revision)
+                    number = message.latest_revision + 1
+                    # Bumping the message first serialises concurrent editors on its version.
+                    await uow.messages.update(dataclasses.replace(message, latest_revision=number))
+                    revision = await uow.messages.add_revision(
+                        MessageRevision.of(
+                            workspace_id=workspace_id,
+                            message_id=message_id,
+                            revision=number,
+                            content=content,
+                            now=now,
+                        )
                     )
-                )
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "message_revision.create",
-                    "MESSAGE_REVISION",
-                    workspace_id=workspace_id,
-                    resource_id=revision.id,
-                    fields=["content"],
-                    summary=f"message {message_id} revision {number}",
-                    trace_id=trace_id,
-                )
-                return Outcome(201, render(revision), revision.id)
+                    await self._deps.auditor.record(
+                        uow,
+                        principal,
+                        "message_revision.create",
+                        "MESSAGE_REVISION",
+                        workspace_id=workspace_id,
+                        resource_id=revision.id,
+                        fields=["content"],
+                        summary=f"message {message_id} revision {number}",
+                        trace_id=trace_id,
+                    )
+                    return Outcome(201, render(revision), revision.id)
 
-            return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=create_revision)
+                return await guarded(
+                    uow, idempotency, workspace_id=workspace_id, now=now, action=create_revision
+                )
+
+        return await once_more_on_race(idempotency, attempt)
 
     async def get_revision(
         self, principal: Principal, workspace_id: str, message_id: str, revision: int

@@ -11,18 +11,16 @@ from dataclasses import replace
 from typing import ClassVar
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
-from wepush.server.application._accounts_scan import scan_page
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application.auth import Principal, PrincipalType, Role
-from wepush.server.application.authorization import authorize, require_system_admin
+from wepush.server.application.authorization import require_system_admin
 from wepush.server.application.errors import AccessDenied
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
     AuditOutcome,
     DomainError,
     JsonObject,
     Keyset,
-    NotFound,
     Page,
     PageRequest,
     UnitOfWork,
@@ -47,19 +45,6 @@ class LastAdminRequired(DomainError):
         super().__init__(f"workspace {workspace_id} needs at least one ADMIN member")
 
 
-def _created_key(workspace: Workspace) -> Keyset:
-    return Keyset(workspace.created_at, workspace.id)
-
-
-def _matches(workspace: Workspace, needle: str | None) -> bool:
-    return needle is None or needle in workspace.name.casefold()
-
-
-def _after(workspace: Workspace, position: Keyset | None) -> bool:
-    """Newest first by (created_at, id): is ``workspace`` past the page position?"""
-    return position is None or (workspace.created_at, workspace.id) < (position.at, position.id)
-
-
 class WorkspaceService:
     def __init__(self, deps: ServiceDeps) -> None:
         self._deps = deps
@@ -69,29 +54,10 @@ class WorkspaceService:
     ) -> Page[Workspace, Keyset]:
         if principal.type is not PrincipalType.USER:
             raise AccessDenied("Only user API tokens may call the public API.")
-        needle = name.casefold() if name else None
+        # Everyone but a SYSTEM_ADMIN sees only the workspaces they hold a role in.
+        ids = None if principal.system_admin else principal.roles.keys()
         async with self._deps.uow(read_only=True) as uow:
-            if principal.system_admin:
-                if needle is None:
-                    return await uow.workspaces.list_page(page)
-                return await scan_page(
-                    uow.workspaces.list_page, page, keep=lambda w: _matches(w, needle), key=_created_key
-                )
-            # A caller holds roles in a handful of workspaces: page through them in memory.
-            visible: list[Workspace] = []
-            for workspace_id in principal.roles:
-                try:
-                    visible.append(await uow.workspaces.get(workspace_id))
-                except NotFound:
-                    continue
-        ordered = sorted(
-            (w for w in visible if _matches(w, needle) and _after(w, page.after)),
-            key=lambda w: (w.created_at, w.id),
-            reverse=True,
-        )
-        items = ordered[: page.limit]
-        more = len(ordered) > page.limit
-        return Page(items, _created_key(items[-1]) if more else None)
+            return await uow.workspaces.list_page(page, name=name, ids=ids)
 
     async def create(
         self,
@@ -119,29 +85,41 @@ class WorkspaceService:
                 )
             raise
         now = self._deps.clock()
-        async with self._deps.uow() as uow:
 
-            async def action() -> Outcome:
-                workspace = await uow.workspaces.add(
-                    Workspace(name=name, description=description, created_at=now, updated_at=now)
-                )
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "workspace.create",
-                    RESOURCE,
-                    workspace_id=workspace.id,
-                    resource_id=workspace.id,
-                    fields=["name", *(["description"] if description else [])],
-                    summary="Workspace created",
-                    trace_id=trace_id,
-                )
-                return Outcome(201, render(workspace), workspace.id)
+        async def attempt() -> Outcome:
+            async with self._deps.uow() as uow:
 
-            return await guarded(uow, idempotency, workspace_id=None, now=now, action=action)
+                async def action() -> Outcome:
+                    workspace = await uow.workspaces.add(
+                        Workspace(name=name, description=description, created_at=now, updated_at=now)
+                    )
+                    await self._deps.auditor.record(
+                        uow,
+                        principal,
+                        "workspace.create",
+                        RESOURCE,
+                        workspace_id=workspace.id,
+                        resource_id=workspace.id,
+                        fields=["name", *(["description"] if description else [])],
+                        summary="Workspace created",
+                        trace_id=trace_id,
+                    )
+                    return Outcome(201, render(workspace), workspace.id)
+
+                return await guarded(uow, idempotency, workspace_id=None, now=now, action=action)
+
+        return await once_more_on_race(idempotency, attempt)
 
     async def get(self, principal: Principal, workspace_id: str) -> Workspace:
-        authorize(principal, workspace_id, Role.VIEWER)
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.VIEWER,
+            action="workspace.read",
+            resource_type=RESOURCE,
+            resource_id=workspace_id,
+        )
         async with self._deps.uow(read_only=True) as uow:
             return await uow.workspaces.get(workspace_id)
 

@@ -281,11 +281,15 @@ class ServiceRuntime:
         )
         self.uow = SqlUnitOfWorkFactory(self.engine)
         self._checks()
-        async with self.uow(read_only=True) as uow:
-            sealed = await uow.secret_records.count_by_key_version()
-        store = LocalEnvelopeSecretStore(
-            load_key_ring(config, sealed), reload=lambda: load_key_ring(config, sealed)
-        )
+        try:
+            async with self.uow(read_only=True) as uow:
+                sealed = await uow.secret_records.count_by_key_version()
+            ring = load_key_ring(config, sealed)
+        except BaseException:
+            # A refused start never reaches stop(): close the pooled connection that read the secrets.
+            await self.engine.dispose()
+            raise
+        store = LocalEnvelopeSecretStore(ring, reload=lambda: load_key_ring(config, sealed))
         bootstrap = SystemBootstrap(self.uow, store, utc_now)
         workspace = await bootstrap.ensure_default_workspace()
         keys = await bootstrap.server_keys(workspace.id)
@@ -311,6 +315,7 @@ class ServiceRuntime:
                 max_columns=config.imports.max_columns,
                 max_field_length=config.imports.max_field_length,
             ),
+            redactor=get_redactor(),
         )
         self.events = RunEventBroker(
             StoredRunEvents(self.uow), poll_interval=config.events.progress_interval.total_seconds()
@@ -362,6 +367,7 @@ class ServiceRuntime:
             workspace_id=workspace_id,
             settings=settings,
             agent_version=_version(),
+            redactor=get_redactor(),
         )
 
     async def _audit_rejected_plugins(self, workspace_id: str) -> None:
@@ -377,7 +383,7 @@ class ServiceRuntime:
                     uow,
                     service,
                     "plugin.rejected",
-                    "Plugin",
+                    "PLUGIN",
                     workspace_id=workspace_id,
                     resource_id=f"{plugin.plugin_id}@{plugin.version}",
                     outcome=AuditOutcome.DENIED,

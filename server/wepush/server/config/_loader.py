@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
 
 from wepush.server.config._durations import parse_duration
@@ -112,13 +112,70 @@ def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     return base
 
 
+_BOUNDS = {
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMinimum": "greater than",
+    "exclusiveMaximum": "less than",
+}
+
+
+def _json_type(value: object) -> str:
+    for python, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
+        if isinstance(value, python):
+            return name
+    if isinstance(value, list):
+        return "array"
+    return "null" if value is None else "object"
+
+
+def _names(keys: Any) -> str:
+    return ", ".join(repr(str(key)) for key in keys)
+
+
+def _rule(error: ValidationError) -> str:
+    """What the schema asks of the value, said from the schema alone.
+
+    jsonschema's own message quotes the offending value, and the value may be a secret (an S3 secret
+    access key, a database URL with its password): configuration errors reach the terminal and the log,
+    so they name the key and the rule, never the value. Key names are not values, so unknown or missing
+    keys are named.
+    """
+    kind, instance = error.validator, error.instance
+    expected: Any = error.validator_value
+    if kind == "type":
+        wanted = " or ".join([expected] if isinstance(expected, str) else expected)
+        # The kind of value given is a useful hint and says nothing about the value itself.
+        return f"must be of type {wanted}, not {_json_type(instance)}"
+    if kind == "enum":
+        return "must be one of " + ", ".join(json.dumps(option) for option in expected)
+    if kind in _BOUNDS:
+        return f"must be {_BOUNDS[str(kind)]} {expected}"
+    if kind == "minLength":
+        return f"must be at least {expected} characters long"
+    if kind == "maxLength":
+        return f"must be at most {expected} characters long"
+    if kind == "pattern":
+        return "does not match the required pattern"
+    if kind == "format":
+        return f"must be a valid {expected}"
+    if kind == "uniqueItems":
+        return "must not list an item twice"
+    if kind == "additionalProperties" and isinstance(instance, Mapping):
+        known = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
+        return f"unknown key(s) {_names(sorted(key for key in instance if key not in known))}"
+    if kind == "required" and isinstance(instance, Mapping):
+        return f"missing required key(s) {_names(key for key in expected if key not in instance)}"
+    return f"does not satisfy the schema rule {kind!r}"
+
+
 def _validate(document: Any, source: str) -> None:
     validator = _config_validator()
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         where = ".".join(str(part) for part in first.absolute_path) or "(root)"
-        raise ConfigError(f"{source}: {where}: {first.message}")
+        raise ConfigError(f"{source}: {where}: {_rule(first)}")
 
 
 def _env_path(name: str, tree: dict[str, Any]) -> list[str]:

@@ -27,7 +27,11 @@ class AudienceRepository(Protocol):
 
     async def get(self, workspace_id: str, audience_id: str) -> Audience: ...
 
-    async def list_page(self, workspace_id: str, page: PageRequest[Keyset]) -> Page[Audience, Keyset]: ...
+    async def list_page(
+        self, workspace_id: str, page: PageRequest[Keyset], *, name: str | None = None
+    ) -> Page[Audience, Keyset]:
+        """Live audiences, newest first; a non-empty ``name`` keeps names that contain it, ignoring case."""
+        ...
 
     async def update(self, audience: Audience) -> Audience: ...
 
@@ -37,7 +41,12 @@ class AudienceRepository(Protocol):
 
     async def delete(self, workspace_id: str, audience_id: str, expected_version: int) -> None: ...
 
-    async def get_snapshot(self, workspace_id: str, snapshot_id: str) -> AudienceSnapshot: ...
+    async def get_snapshot(
+        self, workspace_id: str, snapshot_id: str, *, of_live_audience: bool = False
+    ) -> AudienceSnapshot:
+        """``of_live_audience``: a snapshot of a deleted audience is not found (what users may still read
+        or reference); without it, the snapshot a run was started with is found whatever happened since."""
+        ...
 
     async def list_snapshots(
         self, workspace_id: str, audience_id: str, page: PageRequest[int]

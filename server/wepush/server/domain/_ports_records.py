@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 
 from ._paging import Keyset, Page, PageRequest
-from ._records import Artifact, ArtifactOwnerType, AuditEvent, IdempotencyRecord
+from ._records import Artifact, ArtifactOwnerType, ArtifactState, AuditEvent, IdempotencyRecord
 
 
 class ArtifactRepository(Protocol):
@@ -18,6 +19,20 @@ class ArtifactRepository(Protocol):
         self, workspace_id: str, owner_type: ArtifactOwnerType, owner_id: str
     ) -> list[Artifact]:
         """Oldest first; DELETED artifacts excluded."""
+        ...
+
+    async def list_page(
+        self,
+        workspace_id: str,
+        owner_type: ArtifactOwnerType,
+        owner_id: str,
+        page: PageRequest[Keyset],
+        *,
+        states: Collection[ArtifactState],
+        artifact_types: Collection[str] | None = None,
+    ) -> Page[Artifact, Keyset]:
+        """The owner's artifacts in one of ``states`` (and of one of ``artifact_types`` when given), oldest
+        first by ``(created_at, id)``; the filters apply before the ``limit + 1`` read."""
         ...
 
     async def update(self, artifact: Artifact) -> Artifact:
@@ -54,12 +69,15 @@ class AuditRepository(Protocol):
         page: PageRequest[Keyset],
         *,
         action: str | None = None,
+        actor_id: str | None = None,
         resource_type: str | None = None,
         resource_id: str | None = None,
         since: datetime | None = None,
+        occurred_after: datetime | None = None,
         until: datetime | None = None,
     ) -> Page[AuditEvent, Keyset]:
-        """Newest first by ``(occurred_at, id)``; ``since`` inclusive, ``until`` exclusive."""
+        """Newest first by ``(occurred_at, id)``; ``since`` inclusive, ``occurred_after`` and ``until``
+        exclusive. Every filter applies before the ``limit + 1`` read."""
         ...
 
 

@@ -23,8 +23,17 @@ class AccountRepository(Protocol):
 
     async def get(self, workspace_id: str, account_id: str) -> Account: ...
 
-    async def list_page(self, workspace_id: str, page: PageRequest[Keyset]) -> Page[Account, Keyset]:
-        """Live accounts, newest first by ``(created_at, id)``."""
+    async def list_page(
+        self,
+        workspace_id: str,
+        page: PageRequest[Keyset],
+        *,
+        name: str | None = None,
+        provider_id: str | None = None,
+    ) -> Page[Account, Keyset]:
+        """Live accounts, newest first by ``(created_at, id)``. A non-empty ``name`` keeps names that
+        contain it, ignoring case (Unicode lowercase, the same on every database); ``provider_id`` keeps
+        that provider's accounts. Filters apply before the ``limit + 1`` read, so pages are never short."""
         ...
 
     async def update(self, account: Account) -> Account: ...
@@ -43,7 +52,16 @@ class MessageRepository(Protocol):
 
     async def get(self, workspace_id: str, message_id: str) -> Message: ...
 
-    async def list_page(self, workspace_id: str, page: PageRequest[Keyset]) -> Page[Message, Keyset]: ...
+    async def list_page(
+        self,
+        workspace_id: str,
+        page: PageRequest[Keyset],
+        *,
+        name: str | None = None,
+        provider_id: str | None = None,
+    ) -> Page[Message, Keyset]:
+        """Live messages, newest first; ``name`` and ``provider_id`` filter as for accounts."""
+        ...
 
     async def update(self, message: Message) -> Message: ...
 
@@ -73,7 +91,11 @@ class JobRepository(Protocol):
 
     async def get(self, workspace_id: str, job_id: str) -> Job: ...
 
-    async def list_page(self, workspace_id: str, page: PageRequest[Keyset]) -> Page[Job, Keyset]: ...
+    async def list_page(
+        self, workspace_id: str, page: PageRequest[Keyset], *, name: str | None = None
+    ) -> Page[Job, Keyset]:
+        """Live jobs, newest first; ``name`` filters as for accounts."""
+        ...
 
     async def update(self, job: Job) -> Job: ...
 

@@ -7,6 +7,7 @@ stored row must still have it (else :class:`VersionConflict`), and the returned 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 
@@ -26,8 +27,11 @@ class WorkspaceRepository(Protocol):
 
     async def find_by_name(self, name: str) -> Workspace | None: ...
 
-    async def list_page(self, page: PageRequest[Keyset]) -> Page[Workspace, Keyset]:
-        """Newest first, ordered by ``(created_at, id)``."""
+    async def list_page(
+        self, page: PageRequest[Keyset], *, name: str | None = None, ids: Collection[str] | None = None
+    ) -> Page[Workspace, Keyset]:
+        """Newest first, ordered by ``(created_at, id)``. A non-empty ``name`` keeps names that contain it,
+        ignoring case; ``ids`` keeps only those workspaces. Filters apply before the ``limit + 1`` read."""
         ...
 
     async def update(self, workspace: Workspace) -> Workspace: ...
@@ -64,8 +68,11 @@ class ApiTokenRepository(Protocol):
         """The authentication lookup; returns revoked and expired tokens too (the caller decides)."""
         ...
 
-    async def list_page(self, workspace_id: str | None, page: PageRequest[Keyset]) -> Page[ApiToken, Keyset]:
-        """Tokens of one workspace, or the system-level tokens when ``workspace_id`` is ``None``."""
+    async def list_page(
+        self, workspace_id: str | None, page: PageRequest[Keyset], *, system_admin: bool | None = None
+    ) -> Page[ApiToken, Keyset]:
+        """Tokens of one workspace, or the system-level tokens when ``workspace_id`` is ``None``, newest
+        first; ``system_admin`` keeps only the tokens whose SYSTEM_ADMIN flag has that value."""
         ...
 
     async def update(self, token: ApiToken) -> ApiToken:

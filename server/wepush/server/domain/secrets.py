@@ -20,6 +20,7 @@ __all__ = [
     "MasterKeyError",
     "SealedSecret",
     "SecretDecryptionError",
+    "SecretScrubber",
     "SecretStore",
     "SecretStoreError",
     "sealed_secret_of",
@@ -94,6 +95,25 @@ class SecretStore(Protocol):
     ) -> bytearray: ...
 
     def rewrap(self, sealed: SealedSecret) -> SealedSecret: ...
+
+
+class SecretScrubber(Protocol):
+    """The Service's one redactor, as use cases see it (the composition root passes the logging one).
+
+    While a run or a connection test holds a decrypted secret, its value is registered so that every log
+    line, run log line and diagnostic masks it wherever it shows up (a webhook URL whose secret is in the
+    path has no shape a rule could recognise). ``add_secret_value`` and ``discard_secret_value`` must be
+    reference-counted: two runs sharing one secret each add it, and the first to finish must not unmask
+    it for the other. ``text`` and ``json`` apply the registered values and every shape rule.
+    """
+
+    def add_secret_value(self, value: str | bytes | bytearray) -> None: ...
+
+    def discard_secret_value(self, value: str | bytes | bytearray) -> None: ...
+
+    def text(self, text: str) -> str: ...
+
+    def json(self, value: object) -> object: ...
 
 
 def sealed_secret_of(record: SecretRecord) -> SealedSecret:

@@ -42,7 +42,7 @@ from ._recipients import RecipientScope, SnapshotRecipientSource, read_recipient
 from ._recovery import EXECUTING_STATES, RecoveryOutcome, RunRecovery
 from ._results import FencedResultSink, engine_result, storable_text, stored_result
 from ._retention import ArtifactRetention, RetentionReport
-from ._secrets import StoredSecretResolver, open_secret_record
+from ._secrets import RegisteredSecrets, StoredSecretResolver, open_secret_record
 from ._settle import SETTLED_CODE, SettledItems, settle_items
 from ._snapshot import (
     ACCOUNT_SECRET_OWNER,
@@ -98,6 +98,7 @@ __all__ = [
     "RangeNotSatisfiable",
     "RecipientScope",
     "RecoveryOutcome",
+    "RegisteredSecrets",
     "ResendOf",
     "ResultArtifacts",
     "RetentionPolicy",

@@ -21,10 +21,12 @@ from wepush.agent.engine import (
     ArtifactRef,
     ItemResult,
     ItemState,
+    SecretMasker,
     format_instant,
     neutralize_csv_cell,
 )
 from wepush.server.domain import Artifact, ArtifactOwnerType, ArtifactState, new_id
+from wepush.server.domain.secrets import SecretScrubber
 
 from ._fence import TransactionScope
 from ._store import ArtifactStore, ArtifactUpload
@@ -360,11 +362,29 @@ def log_line(
 
 
 class RunLog:
-    """``logs.jsonl``: the run's events and diagnostics as structured lines, begun on the first line."""
+    """``logs.jsonl``: the run's events and diagnostics as structured lines, begun on the first line.
 
-    def __init__(self, writer: RunArtifactWriter) -> None:
+    Every line passes through ``redactor`` first, like every other log line the Service writes: event
+    data carries provider diagnostics, which may quote what the provider was sent. The executing run
+    passes the Service's redactor, which also knows the secret values the run resolved; without one the
+    shared rules still apply.
+    """
+
+    def __init__(self, writer: RunArtifactWriter, *, redactor: SecretScrubber | None = None) -> None:
         self._writer = writer
+        self._redactor: SecretScrubber = redactor if redactor is not None else SecretMasker()
         self._file: _OpenFile | None = None
+
+    def _encode(self, line: Mapping[str, Any]) -> bytes:
+        redactor = self._redactor
+        # Values json cannot encode are rendered with str(), which may quote a secret too.
+        text = json.dumps(
+            redactor.json(line),
+            ensure_ascii=False,
+            separators=(",", ":"),
+            default=lambda value: redactor.text(str(value)),
+        )
+        return (text + "\n").encode("utf-8")
 
     async def append(self, line: Mapping[str, Any]) -> None:
         if self._file is not None and self._file.broken:
@@ -372,8 +392,8 @@ class RunLog:
         try:
             if self._file is None:
                 self._file = await self._writer.begin(RUN_LOG)
-            text = json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
-            await self._writer.write(self._file, text.encode("utf-8"))
+            data = self._encode(line)
+            await self._writer.write(self._file, data)
             self._file.records += 1
         except Exception:
             # The log is a convenience copy of events the database already holds; losing it never fails a run.

@@ -23,6 +23,7 @@ from wepush.agent.engine import (
     RunEventType,
     RunHandle,
     RunSummary,
+    SecretMasker,
     SystemClock,
     redact_diagnostic,
 )
@@ -38,7 +39,7 @@ from wepush.server.domain import (
     RunState,
     UnitOfWorkFactory,
 )
-from wepush.server.domain.secrets import SecretStore
+from wepush.server.domain.secrets import SecretScrubber, SecretStore
 
 from ._artifacts import ResultArtifacts, RetentionPolicy, RunArtifactWriter, RunLog, log_line
 from ._commands import ack_message, engine_command, pending_commands
@@ -47,7 +48,7 @@ from ._fence import LeaseGuard, retrying
 from ._ledger import ExecutionLedger, UnitOfWorkLedger
 from ._recipients import RecipientScope, SnapshotRecipientSource
 from ._results import FencedResultSink
-from ._secrets import StoredSecretResolver
+from ._secrets import RegisteredSecrets, StoredSecretResolver
 from ._settle import settle_items
 from ._snapshot import RunSnapshot
 from ._spec import execution_spec
@@ -73,6 +74,9 @@ class ExecutionContext:
     settle_batch_size: int = 500
     ledger: ExecutionLedger | None = None
     """The hot statements' adapter; ``None`` spells them with units of work (``UnitOfWorkLedger``)."""
+    redactor: SecretScrubber = field(default_factory=SecretMasker)
+    """The Service's redactor: the run log goes through it and the run's secrets are registered with it.
+    The default applies the shared rules only; the composition root passes the logging one."""
 
 
 def _final_reason(
@@ -113,6 +117,7 @@ class RunExecution:
         self.lost = False
         self.final_state: RunState | None = None
         self._owned: list[ResultArtifacts | RunLog] = []
+        self._secrets: RegisteredSecrets | None = None
 
     @property
     def run_id(self) -> str:
@@ -133,15 +138,20 @@ class RunExecution:
         finally:
             if self.lost and self._handle is not None:
                 self._handle_stop("the lease was lost")
-            # Files not finished by now never will be (lease lost, hard shutdown): close them locally and
-            # leave their rows to the recovery, which marks them FAILED.
-            for owned in self._owned:
-                await owned.abandon()
+            try:
+                # Files not finished by now never will be (lease lost, hard shutdown): close them locally
+                # and leave their rows to the recovery, which marks them FAILED.
+                for owned in self._owned:
+                    await owned.abandon()
+            finally:
+                # Last: until the run has fully ended something may still log a value it resolved.
+                if self._secrets is not None:
+                    self._secrets.release()
 
     async def _execute(self) -> None:
         await retrying(self._begin)
         writer = self._writer()
-        log = RunLog(writer)
+        log = RunLog(writer, redactor=self._ctx.redactor)
         self._owned.append(log)
         try:
             snapshot = RunSnapshot.from_json(self.run.snapshot)
@@ -159,15 +169,17 @@ class RunExecution:
             clock=self._ctx.clock,
         )
         ledger = self._ctx.ledger if self._ctx.ledger is not None else UnitOfWorkLedger(self._ctx.uow)
+        stored = StoredSecretResolver(
+            self._ctx.uow,
+            self._ctx.secret_store,
+            workspace_id=snapshot.workspace_id,
+            account_id=snapshot.account.id,
+            secret_versions=snapshot.account.secret_versions,
+        )
+        self._secrets = RegisteredSecrets(stored, self._ctx.redactor)
         ports = ExecutionPorts(
             recipient_source=SnapshotRecipientSource(self._ctx.uow, self._guard, snapshot, ledger),
-            secret_resolver=StoredSecretResolver(
-                self._ctx.uow,
-                self._ctx.secret_store,
-                workspace_id=snapshot.workspace_id,
-                account_id=snapshot.account.id,
-                secret_versions=snapshot.account.secret_versions,
-            ),
+            secret_resolver=self._secrets,
             result_sink=FencedResultSink(self._guard, ledger, self.run.workspace_id, self.run_id),
             artifact_sink=artifacts,
             event_sink=events,

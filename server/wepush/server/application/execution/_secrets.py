@@ -3,19 +3,23 @@
 A run may only read the secrets its snapshot names, at the record version the snapshot froze. The
 sealed record is opened with the SecretStore into a short-lived buffer, copied into a ``SecretValue``
 (which the engine closes, zeroing it, when the run ends) and the buffer is zeroed at once.
+
+``RegisteredSecrets`` wraps any resolver (a run's, a connection test's) so that every value it hands out
+is registered with the Service's redactor until ``release()``: a webhook URL whose secret is a path
+segment, or a password, has no shape a redaction rule could recognise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from wepush.agent.engine import SecretNotFoundError, SecretRef, SecretValue
+from wepush.agent.engine import SecretNotFoundError, SecretRef, SecretResolver, SecretValue
 from wepush.server.domain import SecretRecord, UnitOfWorkFactory
-from wepush.server.domain.secrets import SealedSecret, SecretStore
+from wepush.server.domain.secrets import SealedSecret, SecretScrubber, SecretStore
 
 from ._snapshot import ACCOUNT_SECRET_OWNER
 
-__all__ = ["StoredSecretResolver", "open_secret_record"]
+__all__ = ["RegisteredSecrets", "StoredSecretResolver", "open_secret_record"]
 
 
 def open_secret_record(store: SecretStore, record: SecretRecord) -> bytearray:
@@ -70,3 +74,38 @@ class StoredSecretResolver:
             return SecretValue(plain)
         finally:
             plain[:] = bytes(len(plain))
+
+
+class RegisteredSecrets:
+    """A SecretResolver that registers each value it resolves with ``scrubber`` until :meth:`release`.
+
+    Each distinct value is registered once however often it is resolved, and released once; the
+    scrubber's reference count keeps it masked while another run or test still holds it. The values are
+    kept (as the scrubber keeps them) only until ``release``, which the owner calls when the run or the
+    connection test has ended, whatever the outcome.
+    """
+
+    __slots__ = ("_inner", "_registered", "_scrubber")
+
+    def __init__(self, inner: SecretResolver, scrubber: SecretScrubber) -> None:
+        self._inner = inner
+        self._scrubber = scrubber
+        self._registered: set[bytes] = set()
+
+    def __repr__(self) -> str:
+        return f"RegisteredSecrets({self._inner!r}, registered={len(self._registered)})"
+
+    async def resolve(self, ref: SecretRef) -> SecretValue:
+        value = await self._inner.resolve(ref)
+        plain = value.copy_bytes()
+        if plain not in self._registered:
+            # Registered before the value is handed out: nothing can log it unmasked in between.
+            self._scrubber.add_secret_value(plain)
+            self._registered.add(plain)
+        return value
+
+    def release(self) -> None:
+        """Discard every registration this resolver made; safe to call more than once."""
+        registered, self._registered = self._registered, set()
+        for plain in registered:
+            self._scrubber.discard_secret_value(plain)

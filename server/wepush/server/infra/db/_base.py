@@ -117,7 +117,12 @@ class SqlRepository:
         key: Callable[[T], Keyset],
         descending: bool = True,
     ) -> Page[T, Keyset]:
-        """Read ``limit + 1`` rows ordered by ``(at, id)`` after the decoded position."""
+        """Read ``limit + 1`` rows ordered by ``(at, id)`` after the decoded position.
+
+        ``stmt`` carries every filter of the listing (see ``_text_match.contains_folded`` for names), so
+        the extra row proves ``has_more`` and nothing is skipped after the read: a page is full unless it
+        is the last one.
+        """
         if page.after is not None:
             a, i = page.after.at, page.after.id
             if descending:

@@ -168,12 +168,24 @@ class SqlAudienceRepository(LiveResources[Audience]):
     async def references(self, workspace_id: str, audience_id: str) -> ResourceReferences:
         return await refs.audience_references(self._conn, audience_id)
 
-    async def get_snapshot(self, workspace_id: str, snapshot_id: str) -> AudienceSnapshot:
+    async def get_snapshot(
+        self, workspace_id: str, snapshot_id: str, *, of_live_audience: bool = False
+    ) -> AudienceSnapshot:
+        live = (
+            (
+                select(audience.c.id)
+                .where(audience.c.id == audience_snapshot.c.audience_id, audience.c.deleted_at.is_(None))
+                .exists(),
+            )
+            if of_live_audience
+            else ()
+        )
         row = await self._get_row(
             audience_snapshot,
             "audience_snapshot",
             snapshot_id,
             audience_snapshot.c.workspace_id == workspace_id,
+            *live,
         )
         return _SNAPSHOT.from_row(row)
 

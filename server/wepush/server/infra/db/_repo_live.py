@@ -12,12 +12,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
-from sqlalchemy import Table
+from sqlalchemy import ColumnElement, Table
 
 from wepush.server.domain import Keyset, NameAlreadyUsed, Page, PageRequest, ResourceInUse, ResourceReferences
 
 from ._base import SqlRepository
 from ._mapping import RowMapper
+from ._text_match import contains_folded
 
 __all__ = ["LiveResources"]
 
@@ -63,10 +64,25 @@ class LiveResources(SqlRepository, ABC, Generic[E]):
         )
         return self.mapper.from_row(row)
 
-    async def list_page(self, workspace_id: str, page: PageRequest[Keyset]) -> Page[E, Keyset]:
+    async def list_page(
+        self, workspace_id: str, page: PageRequest[Keyset], *, name: str | None = None
+    ) -> Page[E, Keyset]:
+        return await self._live_page(workspace_id, page, name=name)
+
+    async def _live_page(
+        self, workspace_id: str, page: PageRequest[Keyset], *criteria: ColumnElement[bool], name: str | None
+    ) -> Page[E, Keyset]:
+        """Live rows matching ``criteria``, newest first; a non-empty ``name`` keeps the rows whose name
+        contains it, ignoring case. The filters are SQL, so a page reads ``limit + 1`` rows whatever they
+        skip."""
         table = self.table
+        stmt = table.select().where(
+            table.c.workspace_id == workspace_id, table.c.deleted_at.is_(None), *criteria
+        )
+        if name:
+            stmt = stmt.where(contains_folded(table.c.name, name))
         return await self._keyset_page(
-            table.select().where(table.c.workspace_id == workspace_id, table.c.deleted_at.is_(None)),
+            stmt,
             page,
             at=table.c.created_at,
             id_=table.c.id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from sqlalchemy import delete, select, update
@@ -55,6 +56,34 @@ class SqlArtifactRepository(SqlRepository):
             .order_by(artifact.c.created_at, artifact.c.id)
         )
         return [_ARTIFACT.from_row(row) for row in rows]
+
+    async def list_page(
+        self,
+        workspace_id: str,
+        owner_type: ArtifactOwnerType,
+        owner_id: str,
+        page: PageRequest[Keyset],
+        *,
+        states: Collection[ArtifactState],
+        artifact_types: Collection[str] | None = None,
+    ) -> Page[Artifact, Keyset]:
+        stmt = select(artifact).where(
+            artifact.c.workspace_id == workspace_id,
+            artifact.c.owner_type == owner_type.value,
+            artifact.c.owner_id == owner_id,
+            artifact.c.state.in_(sorted(state.value for state in states)),
+        )
+        if artifact_types is not None:
+            stmt = stmt.where(artifact.c.artifact_type.in_(sorted(artifact_types)))
+        return await self._keyset_page(
+            stmt,
+            page,
+            at=artifact.c.created_at,
+            id_=artifact.c.id,
+            build=_ARTIFACT.from_row,
+            key=lambda a: Keyset(a.created_at, a.id),
+            descending=False,
+        )
 
     async def update(self, artifact_: Artifact) -> Artifact:
         row = await self._update_versioned(
@@ -143,21 +172,27 @@ class SqlAuditRepository(SqlRepository):
         page: PageRequest[Keyset],
         *,
         action: str | None = None,
+        actor_id: str | None = None,
         resource_type: str | None = None,
         resource_id: str | None = None,
         since: datetime | None = None,
+        occurred_after: datetime | None = None,
         until: datetime | None = None,
     ) -> Page[AuditEvent, Keyset]:
         a = audit_event
         stmt = select(a).where(a.c.workspace_id == workspace_id)
         if action is not None:
             stmt = stmt.where(a.c.action == action)
+        if actor_id is not None:
+            stmt = stmt.where(a.c.actor_id == actor_id)
         if resource_type is not None:
             stmt = stmt.where(a.c.resource_type == resource_type)
         if resource_id is not None:
             stmt = stmt.where(a.c.resource_id == resource_id)
         if since is not None:
             stmt = stmt.where(a.c.occurred_at >= since)
+        if occurred_after is not None:
+            stmt = stmt.where(a.c.occurred_at > occurred_after)
         if until is not None:
             stmt = stmt.where(a.c.occurred_at < until)
         return await self._keyset_page(

@@ -43,6 +43,17 @@ class SqlAccountRepository(LiveResources[Account]):
     async def add(self, account_: Account) -> Account:
         return await self._add_row(account_)
 
+    async def list_page(
+        self,
+        workspace_id: str,
+        page: PageRequest[Keyset],
+        *,
+        name: str | None = None,
+        provider_id: str | None = None,
+    ) -> Page[Account, Keyset]:
+        by_provider = () if provider_id is None else (account.c.provider_id == provider_id,)
+        return await self._live_page(workspace_id, page, *by_provider, name=name)
+
     async def references(self, workspace_id: str, account_id: str) -> ResourceReferences:
         return await refs.account_references(self._conn, account_id)
 
@@ -56,6 +67,17 @@ class SqlMessageRepository(LiveResources[Message]):
         await self._add_row(message_)
         await self.add_revision(first_revision)
         return message_
+
+    async def list_page(
+        self,
+        workspace_id: str,
+        page: PageRequest[Keyset],
+        *,
+        name: str | None = None,
+        provider_id: str | None = None,
+    ) -> Page[Message, Keyset]:
+        by_provider = () if provider_id is None else (message.c.provider_id == provider_id,)
+        return await self._live_page(workspace_id, page, *by_provider, name=name)
 
     async def references(self, workspace_id: str, message_id: str) -> ResourceReferences:
         return await refs.message_references(self._conn, message_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from sqlalchemy import delete, func, select, update
@@ -23,6 +24,7 @@ from wepush.server.domain import (
 from ._base import SqlRepository
 from ._mapping import RowMapper
 from ._tables_core import api_token, secret_record, workspace, workspace_member
+from ._text_match import contains_folded
 
 _WORKSPACE = RowMapper(Workspace, workspace)
 _MEMBER = RowMapper(WorkspaceMember, workspace_member)
@@ -48,9 +50,16 @@ class SqlWorkspaceRepository(SqlRepository):
         row = await self._one(select(workspace).where(workspace.c.name == name))
         return None if row is None else _WORKSPACE.from_row(row)
 
-    async def list_page(self, page: PageRequest[Keyset]) -> Page[Workspace, Keyset]:
+    async def list_page(
+        self, page: PageRequest[Keyset], *, name: str | None = None, ids: Collection[str] | None = None
+    ) -> Page[Workspace, Keyset]:
+        stmt = select(workspace)
+        if name:
+            stmt = stmt.where(contains_folded(workspace.c.name, name))
+        if ids is not None:
+            stmt = stmt.where(workspace.c.id.in_(sorted(ids)))
         return await self._keyset_page(
-            select(workspace),
+            stmt,
             page,
             at=workspace.c.created_at,
             id_=workspace.c.id,
@@ -143,14 +152,19 @@ class SqlApiTokenRepository(SqlRepository):
         row = await self._one(select(api_token).where(api_token.c.token_hash == token_hash))
         return None if row is None else _TOKEN.from_row(row)
 
-    async def list_page(self, workspace_id: str | None, page: PageRequest[Keyset]) -> Page[ApiToken, Keyset]:
+    async def list_page(
+        self, workspace_id: str | None, page: PageRequest[Keyset], *, system_admin: bool | None = None
+    ) -> Page[ApiToken, Keyset]:
         owner = (
             api_token.c.workspace_id.is_(None)
             if workspace_id is None
             else api_token.c.workspace_id == workspace_id
         )
+        stmt = select(api_token).where(owner)
+        if system_admin is not None:
+            stmt = stmt.where(api_token.c.system_admin.is_(system_admin))
         return await self._keyset_page(
-            select(api_token).where(owner),
+            stmt,
             page,
             at=api_token.c.created_at,
             id_=api_token.c.id,

@@ -3,7 +3,8 @@
 SQLite (standalone): aiosqlite, WAL, ``busy_timeout``, foreign keys on, a small pool. SQLAlchemy, not the
 driver, emits ``BEGIN``: write transactions use ``BEGIN IMMEDIATE`` so that concurrent writers queue on the
 busy timeout instead of failing when a read lock cannot be upgraded; read-only units of work use a
-deferred ``BEGIN`` so readers never block writers in WAL mode.
+deferred ``BEGIN`` so readers never block writers in WAL mode. Each connection also registers
+``wepush_lower()``, PostgreSQL's Unicode ``lower()`` for case-insensitive filters (``_text_match.py``).
 
 PostgreSQL (server mode): asyncpg with a configurable pool.
 """
@@ -19,6 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from wepush.server.domain import canonical_json
+
+from ._text_match import SQLITE_LOWER, postgres_lower
 
 READ_ONLY_OPTION = "wepush_read_only"
 """Connection execution option set by read-only units of work."""
@@ -91,6 +94,8 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolE
         cursor.execute("PRAGMA synchronous=NORMAL")
     finally:
         cursor.close()
+    # SQLite's lower() folds ASCII only; name filters use this one so they match what PostgreSQL matches.
+    dbapi_connection.create_function(SQLITE_LOWER, 1, postgres_lower, deterministic=True)
 
 
 def _begin_sqlite_transaction(connection: Connection) -> None:

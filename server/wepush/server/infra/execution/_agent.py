@@ -51,8 +51,9 @@ from wepush.server.domain import (
     UnitOfWorkFactory,
     utc_now,
 )
-from wepush.server.domain.secrets import SecretStore
+from wepush.server.domain.secrets import SecretScrubber, SecretStore
 from wepush.server.infra.db import SqliteExecutionLedger, execution_ledger
+from wepush.server.infra.logging import get_redactor
 
 from ._registration import register_agent
 from ._settings import EXPIRED_CAUSE, RESTART_CAUSE, EmbeddedAgentSettings
@@ -78,7 +79,10 @@ class EmbeddedAgent:
         clock: Callable[[], datetime] = utc_now,
         engine_clock: ExecutionClock | None = None,
         agent_version: str = "0.0.0",
+        redactor: SecretScrubber | None = None,
     ) -> None:
+        """``redactor`` defaults to the process-wide logging one: the run log goes through it and each
+        run registers the secret values it resolves with it, so log lines mask them too."""
         self._settings = settings or EmbeddedAgentSettings()
         s = self._settings
         self._uow = uow
@@ -100,6 +104,7 @@ class EmbeddedAgent:
             engine_clock=engine_clock or SystemClock(),
             settle_batch_size=s.settle_batch_size,
             ledger=self._ledger,
+            redactor=redactor if redactor is not None else get_redactor(),
         )
         self._recovery = RunRecovery(
             uow=uow,

@@ -1,0 +1,139 @@
+"""``SecretMasker``: the shared redaction rules plus exact secret values registered while they are in use.
+
+The server's ``Redactor`` is one of these (with header and exception helpers on top); the run log and the
+connection test reach the same instance through a port, so what one place masks, every place masks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from urllib.parse import quote
+
+from ._redact import REDACTION_MASK, SECRET_OPERATIONS, is_sensitive_name, normalize_name, redact_text
+
+__all__ = ["SecretMasker"]
+
+_MASK = REDACTION_MASK
+_MIN_REGISTERED_LENGTH = 4
+# Inside a sensitive field these keep their value: they say *whether* a secret is set, not what it is.
+_SECRET_METADATA_KEYS = frozenset({"operation", "configured", "updatedat"})
+
+
+class SecretMasker:
+    """Masks secrets in free text and JSON-like values. Safe to share across threads.
+
+    Registration is reference-counted: two runs that resolved the same account secret each register it,
+    and the value stays masked until the last of them has discarded it.
+    """
+
+    __slots__ = ("_counts", "_lock", "_pattern")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._pattern: re.Pattern[str] | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(registered_values={len(self._counts)})"
+
+    # ----------------------------------------------------------------- registered exact values
+
+    def add_secret_value(self, value: str | bytes | bytearray) -> None:
+        """Scrub this exact value (and its URL/JSON-escaped forms) until it is discarded as often as added.
+
+        Values shorter than 4 characters are ignored: masking every ``"abc"`` would garble logs without
+        protecting anything that guessing would not already reveal.
+        """
+        variants = _variants(value)
+        if not variants:
+            return
+        with self._lock:
+            new = [variant for variant in variants if variant not in self._counts]
+            for variant in variants:
+                self._counts[variant] = self._counts.get(variant, 0) + 1
+            if new:
+                self._rebuild()
+
+    def discard_secret_value(self, value: str | bytes | bytearray) -> None:
+        """Release one registration of a value (e.g. when the Run that needed it has finished)."""
+        variants = _variants(value)
+        if not variants:
+            return
+        with self._lock:
+            gone = False
+            for variant in variants:
+                count = self._counts.get(variant)
+                if count is None:
+                    continue
+                if count > 1:
+                    self._counts[variant] = count - 1
+                else:
+                    del self._counts[variant]
+                    gone = True
+            if gone:
+                self._rebuild()
+
+    def _rebuild(self) -> None:
+        # Longest first, so a value that contains another is masked whole.
+        ordered = sorted(self._counts, key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    # ----------------------------------------------------------------- masking
+
+    def text(self, text: str) -> str:
+        """Mask every secret this masker can recognise inside arbitrary text."""
+        pattern = self._pattern
+        if pattern is not None:
+            text = pattern.sub(_MASK, text)
+        return redact_text(text)
+
+    def json(self, value: object) -> object:
+        """A copy of a JSON-like value with sensitive fields masked, recursively."""
+        if isinstance(value, Mapping):
+            if _is_secret_operation(value):
+                return {str(k): (_MASK if k == "value" else self.json(v)) for k, v in value.items()}
+            return {str(k): self.field(str(k), v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.json(item) for item in value]
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, (bytes, bytearray)):
+            return self.text(bytes(value).decode("utf-8", "replace"))
+        return value
+
+    def field(self, name: str, value: object) -> object:
+        """Redact one named value: fully masked when the name is sensitive, otherwise by content."""
+        return _mask_all(value) if is_sensitive_name(name) else self.json(value)
+
+
+def _variants(value: str | bytes | bytearray) -> frozenset[str]:
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return frozenset()
+    if len(value) < _MIN_REGISTERED_LENGTH:
+        return frozenset()
+    return frozenset({value, quote(value, safe=""), quote(value, safe="/:"), json.dumps(value)[1:-1]})
+
+
+def _is_secret_operation(value: Mapping[object, object]) -> bool:
+    operation = value.get("operation")
+    return isinstance(operation, str) and operation.upper() in SECRET_OPERATIONS
+
+
+def _mask_all(value: object) -> object:
+    """Mask a value held under a sensitive name, keeping only whether-it-is-set metadata and structure."""
+    if isinstance(value, Mapping):
+        return {
+            str(k): (v if normalize_name(str(k)) in _SECRET_METADATA_KEYS else _mask_all(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_mask_all(item) for item in value]
+    if value is None or isinstance(value, bool):
+        return value
+    return _MASK

@@ -1,0 +1,58 @@
+"""The engine's diagnostics are redacted by the shared rules: what a provider, the engine or the agent
+reports never carries a credential in a query string, userinfo, auth header, webhook path or name=value."""
+
+from __future__ import annotations
+
+import pytest
+
+from wepush.agent.engine import REDACTION_MASK as MASK
+from wepush.agent.engine import SecretMasker, redact_diagnostic
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("POST https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=693a91f6-7a2b: 93000", "693a91f6-7a2b"),
+        ("https://oapi.dingtalk.com/robot/send?access_token=abc123def&sign=x9y8z7", "abc123def"),
+        ("https://open.feishu.cn/open-apis/bot/v2/hook/0f8e2c1a-1b2c-4d5e-9f00-123456789abc", "0f8e2c1a"),
+        ("smtp://mailer:p4ssw0rd@smtp.local:465 refused", "p4ssw0rd"),
+        ("sent Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA"),
+        ("Authorization: token ghp_16C7e42F292c6912E7710c838347Ae178B4a", "ghp_16C7e42F"),
+        ('{"appSecret": "correct horse battery"} rejected', "horse battery"),
+        ("{'operation': 'REPLACE', 'value': 'hunter2xyz'}", "hunter2xyz"),
+        ("login failed: pwd=hunter22; retry", "hunter22"),
+    ],
+)
+def test_a_diagnostic_never_keeps_a_credential(text: str, secret: str) -> None:
+    redacted = redact_diagnostic(text)
+
+    assert redacted is not None
+    assert secret not in redacted
+    assert MASK in redacted
+
+
+def test_literal_secrets_are_masked_and_the_length_is_capped() -> None:
+    redacted = redact_diagnostic("vendor echoed s3cr3t-literal " + "x" * 2000, secrets=("s3cr3t-literal",))
+
+    assert redacted is not None
+    assert "s3cr3t-literal" not in redacted
+    assert len(redacted) == 1024
+    assert redacted.endswith("…")
+
+
+def test_ordinary_diagnostics_are_left_alone() -> None:
+    text = "HTTP 429 from https://api.vendor.local/v1/messages?page=2; retry after PT5S"
+
+    assert redact_diagnostic(text) == text
+
+
+def test_a_masker_scrubs_registered_values_in_text_and_json() -> None:
+    masker = SecretMasker()
+    masker.add_secret_value("s/p@ss word")
+
+    assert masker.text("pw=s%2Fp%40ss%20word or s/p@ss word") == f"pw={MASK} or {MASK}"
+    assert masker.json({"note": ["s/p@ss word"], "apiKey": 7, "token": None}) == {
+        "note": [MASK],
+        "apiKey": MASK,
+        "token": None,
+    }
