@@ -268,6 +268,35 @@ async def test_txt_import_reads_one_value_per_line_and_dedupes_on_it(
         ]
 
 
+async def test_a_txt_import_reads_its_first_line_as_a_value_unless_told_it_is_a_header(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        listed = await start_import(app, ws, audience["id"], format="TXT", fieldMapping={"1": "mobile"})
+        assert listed["hasHeader"] is False
+        staged = expect(
+            await upload(
+                app, ws, audience["id"], listed["id"], b"13800000001\n13800000002\n", media_type="text/plain"
+            ),
+            200,
+        )
+        assert staged["counts"]["acceptedRows"] == 2
+        headed = await start_import(
+            app, ws, audience["id"], format="TXT", hasHeader=True, fieldMapping={"phone": "mobile"}
+        )
+        staged = expect(
+            await upload(
+                app, ws, audience["id"], headed["id"], b"phone\n13800000001\n", media_type="text/plain"
+            ),
+            200,
+        )
+        assert (headed["hasHeader"], staged["counts"]["acceptedRows"]) == (True, 1)
+        # CSV keeps naming its columns on the first line.
+        assert (await start_import(app, ws, audience["id"]))["hasHeader"] is True
+
+
 async def test_a_gb18030_file_from_a_chinese_spreadsheet_is_stored_as_unicode(tmp_path: Path) -> None:
     data = (
         '手机,姓名\r\n13800000001,张三\r\n13800000002,"李四，经理"\r\n13800000001,张三（重复）\r\n'

@@ -31,7 +31,7 @@ class AudienceImportCreate(BaseModel):
     Import settings. Column names are header values when `hasHeader` is true, otherwise 1-based positions (\"1\", \"2\", ...). A TXT import has exactly one column.
     """ # noqa: E501
     format: AudienceImportFormat
-    has_header: Optional[StrictBool] = Field(default=True, alias="hasHeader")
+    has_header: Optional[StrictBool] = Field(default=None, description="Whether the first line names the columns. When omitted: true for CSV, false for TXT (a list of values, one per line).", alias="hasHeader")
     delimiter: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=1)]] = Field(default=',', description="CSV field delimiter; ignored for TXT.")
     encoding: Optional[AudienceImportEncoding] = None
     field_mapping: Dict[str, Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(description="Source column → recipient field name.", alias="fieldMapping", json_schema_extra={"examples": [{"Mobile": "mobile", "Name": "name"}]})
@@ -101,7 +101,7 @@ class AudienceImportCreate(BaseModel):
 
         _obj = cls.model_validate({
             "format": obj.get("format"),
-            "hasHeader": obj.get("hasHeader") if obj.get("hasHeader") is not None else True,
+            "hasHeader": obj.get("hasHeader"),
             "delimiter": obj.get("delimiter") if obj.get("delimiter") is not None else ',',
             "encoding": obj.get("encoding"),
             "fieldMapping": obj.get("fieldMapping"),

@@ -39,7 +39,7 @@ export interface AudienceImportCreate {
      */
     format: AudienceImportFormat;
     /**
-     * 
+     * Whether the first line names the columns. When omitted: true for CSV, false for TXT (a list of values, one per line).
      */
     hasHeader?: boolean;
     /**

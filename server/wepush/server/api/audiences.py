@@ -90,10 +90,12 @@ async def delete_audience(workspace_id: str, audience_id: str) -> ConnexionRespo
 
 
 def _settings(body: dict[str, Any]) -> ImportSettings:
+    format_ = ImportFormat(body["format"])
     return ImportSettings(
-        format=ImportFormat(body["format"]),
+        format=format_,
         field_mapping=dict(body["fieldMapping"]),
-        has_header=body.get("hasHeader", True),
+        # A TXT file is a list of values; a CSV file names its columns, as spreadsheets write it.
+        has_header=body.get("hasHeader", format_ is not ImportFormat.TXT),
         delimiter=body.get("delimiter", ","),
         encoding=body.get("encoding", "utf-8"),
         item_id_field=body.get("itemIdField"),

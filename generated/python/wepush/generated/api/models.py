@@ -823,7 +823,10 @@ class AudienceImportCreate(BaseModel):
         extra="forbid",
     )
     format: AudienceImportFormat
-    hasHeader: bool = True
+    hasHeader: bool | None = Field(
+        None,
+        description="Whether the first line names the columns. When omitted: true for CSV, false for TXT (a list of values, one per line).",
+    )
     delimiter: str = Field(
         ",",
         description="CSV field delimiter; ignored for TXT.",
