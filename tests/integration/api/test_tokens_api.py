@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from tests.integration.api._support import (
     API,
@@ -134,3 +137,34 @@ async def test_token_pages_follow_the_cursor(tmp_path: Path) -> None:
             params["cursor"] = page["page"]["nextCursor"]
         assert len(seen) == len(set(seen)) == 6  # five viewers and the pager, never the system token
         assert issued < set(seen)
+
+
+async def test_a_revoked_token_presented_again_is_audited_once_a_minute(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        token_id, headers = await issue_token(app, ws, "VIEWER")
+        assert (await app.client.delete(tokens_url(ws, token_id), headers=app.admin())).status_code == 204
+        for _ in range(3):
+            assert (await app.client.get(f"{API}/workspaces/{ws}", headers=headers)).status_code == 401
+        audit = await app.client.get(
+            f"{API}/workspaces/{ws}/audit-events", headers=app.admin(), params={"action": "token.rejected"}
+        )
+        [event] = audit.json()["items"]
+        assert (event["resourceId"], event["outcome"]) == (token_id, "DENIED")
+        assert "after it was revoked" in event["details"]["summary"]
+        assert headers["Authorization"].removeprefix("Bearer ") not in audit.text
+
+
+async def test_unknown_tokens_are_reported_in_a_log_line_without_their_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="wepush.server.application.authentication")
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        for guess in ("wpn_" + "x" * 40, "not-even-a-token"):
+            refused = await app.client.get(f"{API}/workspaces/{ws}", headers=bearer(guess))
+            assert refused.status_code == 401
+    [line] = [r for r in caplog.records if getattr(r, "event", None) == "AUTHENTICATION_FAILED"]
+    assert "1 API token(s) rejected" in line.getMessage()  # the second falls in the same minute
+    assert "x" * 40 not in caplog.text
+    assert "not-even-a-token" not in caplog.text
