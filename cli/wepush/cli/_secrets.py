@@ -84,6 +84,12 @@ def _key_file(config: ServiceConfig) -> Path:
 def _load_ring(config: ServiceConfig) -> MasterKeyRing:
     from wepush.server.composition._service import load_key_ring
 
+    if config.secrets.master_key_env is None and not config.secrets.master_key_file.exists():
+        # Creating a key here would hide a lost one: secrets sealed under it could never be opened.
+        raise _Refused(
+            f"master key file {config.secrets.master_key_file} does not exist (the Service creates it on "
+            "its first start; restore it from a backup if it was lost)"
+        )
     return load_key_ring(config)
 
 

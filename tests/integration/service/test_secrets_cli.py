@@ -182,3 +182,12 @@ def test_an_unreachable_database_is_refused_in_one_line_without_its_password(
         preflight(load_config(None))
     assert str(refused.value).startswith("database: cannot read which master keys its secrets need:")
     assert "pw-never-shown" not in str(refused.value)
+
+
+@pytest.mark.parametrize("command", ["status", "rewrap", "rotate"])
+def test_the_secrets_commands_never_create_a_missing_key_file(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    assert main(["secrets", command]) == 1
+    assert f"master key file {config.secrets.master_key_file} does not exist" in capsys.readouterr().err
+    assert not config.secrets.master_key_file.exists()
