@@ -139,6 +139,7 @@ REQUIRED_OPERATIONS: tuple[tuple[str, str, str, str], ...] = (
     ("post", _WS + "/api-tokens", "createApiToken", "tokens"),
     ("delete", _WS + "/api-tokens/{tokenId}", "revokeApiToken", "tokens"),
     ("get", _WS + "/audit-events", "listAuditEvents", "audit"),
+    ("get", "/api/v1/audit-events", "listSystemAuditEvents", "audit"),
     ("get", "/health/live", "getLiveness", "health"),
     ("get", "/health/ready", "getReadiness", "health"),
     ("get", "/api/v1/system/info", "getSystemInfo", "health"),
@@ -533,7 +534,8 @@ def test_public_and_agent_operations_declare_their_security() -> None:
 
 
 def test_workspace_resources_are_scoped_under_their_workspace() -> None:
-    global_prefixes = ("/api/v1/providers", "/api/v1/agents", "/api/v1/system/")
+    # The system audit events are the ones no workspace holds.
+    global_prefixes = ("/api/v1/providers", "/api/v1/agents", "/api/v1/system/", "/api/v1/audit-events")
     for path, _, _, _ in _operations():
         if path.startswith("/api/v1/") and not path.startswith(global_prefixes):
             assert path == "/api/v1/workspaces" or path.startswith(_WS), path
@@ -571,7 +573,7 @@ def test_problem_codes_cover_the_stable_error_codes() -> None:
 
 def test_every_list_is_cursor_paginated_with_the_page_envelope() -> None:
     lists = [entry for entry in _operations() if entry[2]["operationId"].startswith("list")]
-    assert len(lists) == 18
+    assert len(lists) == 19
     for _, _, operation, item_file in _operations():
         json_ok = operation["responses"].get("200", {}).get("content", {}).get("application/json")
         if json_ok is not None and not operation["operationId"].startswith("list"):

@@ -161,3 +161,26 @@ async def test_only_admins_read_the_audit_log_and_denials_are_recorded(tmp_path:
         # The three issued here, and the bootstrap token the Service itself created at first start.
         assert [e["actor"]["type"] for e in tokens.json()["items"]] == ["USER", "USER", "USER", "SYSTEM"]
         assert all(e["details"]["fieldNames"] == ["name", "role"] for e in tokens.json()["items"])
+
+
+async def test_events_outside_any_workspace_are_read_by_a_system_admin_only(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        _, admin = await issue_token(app, ws, "ADMIN")
+        refused = await app.client.post(f"{API}/workspaces", headers=admin, json={"name": "not mine"})
+        assert refused.status_code == 403
+
+        system = f"{API}/audit-events"
+        page = await app.client.get(system, headers=app.admin(), params={"action": "workspace.create"})
+        assert page.status_code == 200, page.text
+        [event] = page.json()["items"]
+        assert (event["outcome"], event["workspaceId"]) == ("DENIED", None)
+        # Nothing recorded in a workspace is listed here.
+        everything = (await app.client.get(system, headers=app.admin(), params={"limit": 100})).json()
+        assert {e["workspaceId"] for e in everything["items"]} == {None}
+        assert {e["action"] for e in everything["items"]} >= {"workspace.create", "audit.read"}
+
+        workspace_admin = await app.client.get(system, headers=admin)
+        assert (workspace_admin.status_code, workspace_admin.json()["code"]) == (403, "ACCESS_DENIED")
+        reads = await app.client.get(system, headers=app.admin(), params={"action": "audit.read"})
+        assert [e["outcome"] for e in reads.json()["items"]][:2] == ["SUCCESS", "DENIED"]

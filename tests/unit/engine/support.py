@@ -23,6 +23,7 @@ from wepush.agent.engine import (
     RunState,
     RunSummary,
     SecretRef,
+    TextRedactor,
     TimeoutPolicy,
 )
 from wepush.agent.engine.testing import (
@@ -81,6 +82,7 @@ class Harness:
     secrets: MappingSecretResolver = field(
         default_factory=lambda: MappingSecretResolver({TOKEN_REF: TOKEN_VALUE})
     )
+    redactor: TextRedactor | None = None
 
     def __post_init__(self) -> None:
         if self.source is None:
@@ -90,7 +92,7 @@ class Harness:
     def ports(self) -> ExecutionPorts:
         assert self.source is not None
         return ExecutionPorts(
-            self.source, self.secrets, self.results, self.artifacts, self.events, self.clock
+            self.source, self.secrets, self.results, self.artifacts, self.events, self.clock, self.redactor
         )
 
     def engine(self, provider: FakeProviderFactory, options: EngineOptions | None = None) -> ExecutionEngine:

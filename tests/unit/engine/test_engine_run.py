@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
+from pathlib import Path
 
+from wepush.agent.engine import REDACTION_MASK as MASK
 from wepush.agent.engine import (
     ConcurrencyPolicy,
     EngineOptions,
     ErrorCategory,
     ItemState,
+    JsonlArtifactSink,
     ProviderCapabilities,
     ProviderResult,
+    ResultPolicy,
     RunEventType,
     RunState,
+    SecretMasker,
+    SystemClock,
     ThreadSafetyMode,
 )
 from wepush.agent.providers.fake import FakeProviderFactory
@@ -148,8 +155,6 @@ async def test_dry_run_is_delegated_to_a_provider_that_supports_it() -> None:
 
 
 async def test_response_bodies_are_dropped_unless_the_result_policy_keeps_them() -> None:
-    from wepush.agent.engine import ResultPolicy
-
     body = "é" * 100
     provider = FakeProviderFactory(default=ProviderResult.ok(response_body=body))
     h = Harness(count=1)
@@ -162,3 +167,44 @@ async def test_response_bodies_are_dropped_unless_the_result_policy_keeps_them()
     stored = next(iter(h2.results.results.values()))
     assert stored.response_body == "é" * 5
     assert stored.response_truncated is True
+
+
+async def test_the_ports_redactor_masks_what_a_provider_echoes_in_results_events_and_artifacts(
+    tmp_path: Path,
+) -> None:
+    echoed = "k7Qx9Lm2Pz"  # a value with no shape the rules would recognise
+    masker = SecretMasker()
+    masker.add_secret_value(echoed)
+    body = f'{{"error": "caller {echoed} unknown"}}'
+    failure = ProviderResult.failure(
+        ErrorCategory.INVALID_REQUEST, "DENIED", f"vendor said {echoed}", response_body=body
+    )
+    # The cut falls inside the value: it is masked before the body is cut, so no part of it is kept.
+    keep = spec(policy=policies(result=ResultPolicy(save_response_body=True, response_body_max_bytes=21)))
+    h = Harness(count=2, artifacts=JsonlArtifactSink(tmp_path), redactor=masker)
+    # File I/O runs in threads a fake clock cannot wait for; nothing here sleeps, so use the real one.
+    ports = dataclasses.replace(h.ports, clock=SystemClock())
+
+    handle = await h.engine(FakeProviderFactory(default=failure)).start(keep, ports)
+    await handle.completion()
+
+    results = list(h.results.results.values())
+    assert {(r.diagnostic, r.response_body) for r in results} == {
+        (f"vendor said {MASK}", f'{{"error": "caller {MASK}')
+    }
+    assert [e.data["diagnostic"] for e in h.events.of_type(RunEventType.ITEM_ERROR)] == [
+        f"vendor said {MASK}"
+    ] * 2
+    written = (tmp_path / "failed.jsonl").read_text()
+    assert "vendor said" in written
+    assert echoed not in written
+
+
+async def test_without_a_ports_redactor_only_the_shape_rules_apply() -> None:
+    failure = ProviderResult.failure(ErrorCategory.INVALID_REQUEST, "DENIED", "vendor said k7Qx9Lm2Pz pwd=x1")
+    h = Harness(count=1)
+
+    await h.run(FakeProviderFactory(default=failure))
+
+    [result] = h.results.results.values()
+    assert result.diagnostic == f"vendor said k7Qx9Lm2Pz pwd={MASK}"

@@ -56,3 +56,14 @@ def test_a_masker_scrubs_registered_values_in_text_and_json() -> None:
         "apiKey": MASK,
         "token": None,
     }
+
+
+def test_a_masker_masks_the_start_of_a_registered_value_a_capped_diagnostic_cut_off() -> None:
+    masker = SecretMasker()
+    masker.add_secret_value("k7Qx9Lm2Pz")
+    capped = redact_diagnostic("x" * 1015 + "k7Qx9Lm2Pz was refused")
+    assert capped is not None
+    assert capped.endswith("k7Qx9Lm2…")
+
+    assert masker.text(capped) == "x" * 1015 + f"{MASK}…"
+    assert masker.text("plain text…") == "plain text…"

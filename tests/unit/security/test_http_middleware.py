@@ -24,7 +24,7 @@ from wepush.server.api.middleware import (
     problem_body,
 )
 from wepush.server.api.middleware._body_limit import _PayloadTooLarge
-from wepush.server.infra.logging import JsonFormatter, current_trace_id
+from wepush.server.infra.logging import JsonFormatter, current_log_context, current_trace_id
 
 LIMIT = 64
 IMPORT_LIMIT = 1024
@@ -66,6 +66,8 @@ def build_app(*, cors_origins: tuple[str, ...] = ()) -> Starlette:
             Route("/api/v1/ui/index.html", docs),
             Route("/api/v1/cached", cached),
             Route("/index.html", docs),
+            Route("/api/v1/workspaces/{rest:path}", echo, methods=["POST"]),
+            Route("/internal/agent/v1/leases/{rest:path}", echo, methods=["POST"]),
         ],
         middleware=middleware,
     )
@@ -189,6 +191,60 @@ async def test_inbound_trace_id_is_propagated_to_handler_logs_and_response() -> 
     assert response.json()["traceId"] == "trace-abc.123"
     assert json.loads(stream.getvalue())["traceId"] == "trace-abc.123"
     assert current_trace_id() is None
+
+
+async def _handler_log_lines(*paths: str) -> list[dict[str, object]]:
+    stream = io.StringIO()
+    log_handler = logging.StreamHandler(stream)
+    log_handler.setFormatter(JsonFormatter(service="wepush-server", instance_id="node-a"))
+    handler_log.addHandler(log_handler)
+    handler_log.setLevel(logging.INFO)
+    try:
+        async with client(build_app()) as http:
+            for path in paths:
+                response = await http.post(path, content=b"{}")
+                assert response.status_code == 200, path
+    finally:
+        handler_log.removeHandler(log_handler)
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+async def test_workspace_run_and_lease_ids_in_the_path_are_bound_to_the_request_logs() -> None:
+    ws, run, lease = "0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71", "0190f3a2-aaaa-7d3a-9b4e-000000000001", "lease-7"
+
+    workspace_only, with_run, job_runs, agent_api = await _handler_log_lines(
+        f"/api/v1/workspaces/{ws}/accounts",
+        f"/api/v1/workspaces/{ws}/runs/{run}/commands/pause",
+        f"/api/v1/workspaces/{ws}/jobs/job-1/runs",
+        f"/internal/agent/v1/leases/{lease}/snapshot",
+    )
+
+    assert (workspace_only["workspaceId"], workspace_only["runId"]) == (ws, None)
+    assert (with_run["workspaceId"], with_run["runId"]) == (ws, run)
+    assert (job_runs["workspaceId"], job_runs["runId"]) == (ws, None)
+    assert (agent_api["leaseId"], agent_api["workspaceId"]) == (lease, None)
+    for entry in (workspace_only, with_run, job_runs, agent_api):
+        assert isinstance(entry["traceId"], str)
+        assert len(entry["traceId"]) == 32
+    assert current_log_context() == {}
+
+
+async def test_path_segments_that_are_not_id_shaped_are_never_bound() -> None:
+    overlong = "w" * 65
+
+    entries = await _handler_log_lines(
+        f"/api/v1/workspaces/{overlong}/runs/{'r' * 65}",
+        "/api/v1/workspaces/ws%20%7B%22level%22%7D/runs/.hidden",
+        "/api/v1/workspaces/ws%09forged/accounts",
+        "/internal/agent/v1/leases/-lease/snapshot",
+    )
+
+    assert len(entries) == 4
+    for entry in entries:
+        assert (entry["workspaceId"], entry["runId"], entry["leaseId"]) == (None, None, None)
+    # The contract's Id allows 64 characters: that still binds.
+    [longest] = await _handler_log_lines(f"/api/v1/workspaces/{'w' * 64}/runs")
+    assert longest["workspaceId"] == "w" * 64
 
 
 async def test_missing_or_unsafe_trace_id_is_replaced_with_a_fresh_one() -> None:

@@ -56,6 +56,7 @@ from ._ports import (
     ResultSink,
     RunEventSink,
     SystemClock,
+    TextRedactor,
 )
 from ._provider import (
     SPI_VERSION,
@@ -180,6 +181,7 @@ __all__ = [
     "SecretResolver",
     "SecretValue",
     "SystemClock",
+    "TextRedactor",
     "TextValue",
     "ThreadSafetyMode",
     "TimeoutPolicy",

@@ -310,6 +310,10 @@ class RunCoordinator:
             )
         else:
             body, truncated = (None, False) if result.response_body is None else self._shape_body(result)
+            diagnostic = result.diagnostic
+            redactor = self._ports.redactor
+            if redactor is not None and diagnostic is not None:
+                diagnostic = redactor.text(diagnostic)
             item = item_result(
                 self._spec.run_id,
                 record.item_id,
@@ -318,7 +322,7 @@ class RunCoordinator:
                 attempt,
                 result.category,
                 result.provider_code,
-                result.diagnostic,
+                diagnostic,
                 result.external_request_id,
                 body,
                 truncated,
@@ -350,9 +354,14 @@ class RunCoordinator:
         policy = self._spec.policies.result
         if result.response_body is None or not policy.save_response_body:
             return None, False
-        raw = result.response_body.encode("utf-8")
+        body = result.response_body
+        redactor = self._ports.redactor
+        if redactor is not None:
+            # Before the cut, so that a secret straddling it is still masked whole.
+            body = redactor.text(body)
+        raw = body.encode("utf-8")
         if len(raw) <= policy.response_body_max_bytes:
-            return result.response_body, result.response_truncated
+            return body, result.response_truncated
         cut = raw[: policy.response_body_max_bytes].decode("utf-8", errors="ignore")
         return cut, True
 

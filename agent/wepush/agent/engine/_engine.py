@@ -30,6 +30,8 @@ __all__ = ["ExecutionEngine", "ProviderLookup", "RunHandle"]
 
 ProviderLookup = Mapping[str, ProviderFactory] | Callable[[str], ProviderFactory | None]
 
+_OPTIONAL_PORTS = frozenset({"redactor"})
+
 
 class RunHandle:
     """The caller's view of a started run: state, live counts, commands and the final summary."""
@@ -169,7 +171,7 @@ def _check_spec(spec: RunExecutionSpec, ports: ExecutionPorts, capacity: int | N
         issues.append(ValidationIssue("ports", "REQUIRED", "execution ports must be given"))
     else:
         for name in ports.__slots__:
-            if getattr(ports, name) is None:
+            if name not in _OPTIONAL_PORTS and getattr(ports, name) is None:
                 issues.append(ValidationIssue(f"ports.{name}", "REQUIRED", f"{name} must be given"))
     if capacity is not None and capacity < 1:
         issues.append(ValidationIssue("capacity", "OUT_OF_RANGE", "capacity must be at least 1"))

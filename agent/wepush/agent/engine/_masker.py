@@ -12,7 +12,14 @@ import threading
 from collections.abc import Mapping
 from urllib.parse import quote
 
-from ._redact import REDACTION_MASK, SECRET_OPERATIONS, is_sensitive_name, normalize_name, redact_text
+from ._redact import (
+    REDACTION_MASK,
+    SECRET_OPERATIONS,
+    TRUNCATION_MARK,
+    is_sensitive_name,
+    normalize_name,
+    redact_text,
+)
 
 __all__ = ["SecretMasker"]
 
@@ -29,12 +36,13 @@ class SecretMasker:
     and the value stays masked until the last of them has discarded it.
     """
 
-    __slots__ = ("_counts", "_lock", "_pattern")
+    __slots__ = ("_counts", "_lock", "_pattern", "_values")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._pattern: re.Pattern[str] | None = None
+        self._values: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(registered_values={len(self._counts)})"
@@ -80,14 +88,17 @@ class SecretMasker:
         # Longest first, so a value that contains another is masked whole.
         ordered = sorted(self._counts, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._values = tuple(ordered)
 
     # ----------------------------------------------------------------- masking
 
     def text(self, text: str) -> str:
         """Mask every secret this masker can recognise inside arbitrary text."""
-        pattern = self._pattern
+        pattern, values = self._pattern, self._values
         if pattern is not None:
             text = pattern.sub(_MASK, text)
+            if text.endswith(TRUNCATION_MARK):
+                text = _mask_cut_value(text, values)
         return redact_text(text)
 
     def json(self, value: object) -> object:
@@ -118,6 +129,22 @@ def _variants(value: str | bytes | bytearray) -> frozenset[str]:
     if len(value) < _MIN_REGISTERED_LENGTH:
         return frozenset()
     return frozenset({value, quote(value, safe=""), quote(value, safe="/:"), json.dumps(value)[1:-1]})
+
+
+def _mask_cut_value(text: str, values: tuple[str, ...]) -> str:
+    """A text capped after its rules ran (``redact_diagnostic``) may end in the first part of a value,
+    cut by the cap: mask that part too."""
+    kept = text[: -len(TRUNCATION_MARK)]
+    cut = max(
+        (
+            length
+            for value in values
+            for length in range(len(value) - 1, _MIN_REGISTERED_LENGTH - 1, -1)
+            if kept.endswith(value[:length])
+        ),
+        default=0,
+    )
+    return f"{kept[:-cut]}{_MASK}{TRUNCATION_MARK}" if cut else text
 
 
 def _is_secret_operation(value: Mapping[object, object]) -> bool:

@@ -22,6 +22,7 @@ __all__ = [
     "ResultSink",
     "RunEventSink",
     "SystemClock",
+    "TextRedactor",
 ]
 
 
@@ -83,6 +84,17 @@ class RunEventSink(Protocol):
     async def close(self) -> None: ...
 
 
+class TextRedactor(Protocol):
+    """Masks secrets in free text: the shared shape rules plus whatever exact values the host knows.
+
+    ``text`` must be safe to call from the event loop (no I/O, no blocking) and return text with every
+    secret it knows replaced; ``SecretMasker`` is one, and so is the Service's ``Redactor``, which also
+    holds the secret values the run resolved.
+    """
+
+    def text(self, text: str) -> str: ...
+
+
 class ExecutionClock(Protocol):
     """All engine timing goes through the clock so tests can drive time without real sleeps.
 
@@ -127,3 +139,8 @@ class ExecutionPorts:
     artifact_sink: ArtifactSink
     event_sink: RunEventSink
     clock: ExecutionClock
+    redactor: TextRedactor | None = None
+    """Applied to each provider diagnostic and saved response body before it becomes an item result, an
+    ITEM_ERROR event or an artifact line. ``None`` keeps the shape rules ``ProviderResult`` applies on
+    creation; a host that knows the run's secret values (the embedded agent) passes its redactor, since a
+    value such as a password or a webhook token echoed by a vendor has no shape a rule could recognise."""

@@ -21,6 +21,8 @@ __all__ = ["DIAGNOSTIC_MAX_CHARS", "REDACTION_MASK", "is_sensitive_name", "redac
 
 DIAGNOSTIC_MAX_CHARS = 1024
 REDACTION_MASK: Final = "***"
+TRUNCATION_MARK: Final = "…"
+"""What ends a diagnostic :func:`redact_diagnostic` had to cap."""
 _MASK: Final = REDACTION_MASK
 
 # A name is sensitive when its normalized form (lower case, letters and digits only) contains one of these.
@@ -141,7 +143,7 @@ def redact_diagnostic(
             out = out.replace(secret, _MASK)
     out = redact_text(out)
     if len(out) > limit:
-        out = out[: max(0, limit - 1)] + "…"
+        out = out[: max(0, limit - 1)] + TRUNCATION_MARK
     return out
 
 

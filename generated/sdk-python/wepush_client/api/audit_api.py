@@ -468,3 +468,419 @@ class AuditApi:
         )
 
 
+
+
+    @validate_call
+    def list_system_audit_events(
+        self,
+        limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
+        cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
+        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
+        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        occurred_after: Optional[datetime] = None,
+        occurred_before: Optional[datetime] = None,
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> AuditEventPage:
+        """Search the audit events recorded outside any workspace, newest first
+
+        Events with no workspace of their own, for example a refused attempt to create a workspace. Only a SYSTEM_ADMIN may read them; each read is itself audited there.
+
+        :param limit: Page size.
+        :type limit: int
+        :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
+        :type cursor: str
+        :param action:
+        :type action: str
+        :param actor_id:
+        :type actor_id: str
+        :param resource_type:
+        :type resource_type: str
+        :param resource_id:
+        :type resource_id: str
+        :param occurred_after:
+        :type occurred_after: datetime
+        :param occurred_before:
+        :type occurred_before: datetime
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._list_system_audit_events_serialize(
+            limit=limit,
+            cursor=cursor,
+            action=action,
+            actor_id=actor_id,
+            resource_type=resource_type,
+            resource_id=resource_id,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AuditEventPage",
+            '400': "Problem",
+            '401': "Problem",
+            '403': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        response_data.read()
+        return self.api_client.response_deserialize(
+            response_data=response_data,
+            response_types_map=_response_types_map,
+        ).data
+
+
+    @validate_call
+    def list_system_audit_events_with_http_info(
+        self,
+        limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
+        cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
+        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
+        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        occurred_after: Optional[datetime] = None,
+        occurred_before: Optional[datetime] = None,
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> ApiResponse[AuditEventPage]:
+        """Search the audit events recorded outside any workspace, newest first
+
+        Events with no workspace of their own, for example a refused attempt to create a workspace. Only a SYSTEM_ADMIN may read them; each read is itself audited there.
+
+        :param limit: Page size.
+        :type limit: int
+        :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
+        :type cursor: str
+        :param action:
+        :type action: str
+        :param actor_id:
+        :type actor_id: str
+        :param resource_type:
+        :type resource_type: str
+        :param resource_id:
+        :type resource_id: str
+        :param occurred_after:
+        :type occurred_after: datetime
+        :param occurred_before:
+        :type occurred_before: datetime
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._list_system_audit_events_serialize(
+            limit=limit,
+            cursor=cursor,
+            action=action,
+            actor_id=actor_id,
+            resource_type=resource_type,
+            resource_id=resource_id,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AuditEventPage",
+            '400': "Problem",
+            '401': "Problem",
+            '403': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        response_data.read()
+        return self.api_client.response_deserialize(
+            response_data=response_data,
+            response_types_map=_response_types_map,
+        )
+
+
+    @validate_call
+    def list_system_audit_events_without_preload_content(
+        self,
+        limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
+        cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
+        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
+        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
+        occurred_after: Optional[datetime] = None,
+        occurred_before: Optional[datetime] = None,
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> RESTResponseType:
+        """Search the audit events recorded outside any workspace, newest first
+
+        Events with no workspace of their own, for example a refused attempt to create a workspace. Only a SYSTEM_ADMIN may read them; each read is itself audited there.
+
+        :param limit: Page size.
+        :type limit: int
+        :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
+        :type cursor: str
+        :param action:
+        :type action: str
+        :param actor_id:
+        :type actor_id: str
+        :param resource_type:
+        :type resource_type: str
+        :param resource_id:
+        :type resource_id: str
+        :param occurred_after:
+        :type occurred_after: datetime
+        :param occurred_before:
+        :type occurred_before: datetime
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._list_system_audit_events_serialize(
+            limit=limit,
+            cursor=cursor,
+            action=action,
+            actor_id=actor_id,
+            resource_type=resource_type,
+            resource_id=resource_id,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AuditEventPage",
+            '400': "Problem",
+            '401': "Problem",
+            '403': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        return response_data.response
+
+
+    def _list_system_audit_events_serialize(
+        self,
+        limit,
+        cursor,
+        action,
+        actor_id,
+        resource_type,
+        resource_id,
+        occurred_after,
+        occurred_before,
+        _request_auth,
+        _content_type,
+        _headers,
+        _host_index,
+    ) -> RequestSerialized:
+
+        _host = None
+
+        _collection_formats: Dict[str, str] = {
+        }
+
+        _path_params: Dict[str, str] = {}
+        _query_params: List[Tuple[str, str]] = []
+        _header_params: Dict[str, Optional[str]] = _headers or {}
+        _form_params: List[Tuple[str, str]] = []
+        _files: Dict[
+            str, Union[str, bytes, List[str], List[bytes], List[Tuple[str, bytes]]]
+        ] = {}
+        _body_params: Optional[bytes] = None
+
+        # process the path parameters
+        # process the query parameters
+        if limit is not None:
+            
+            _query_params.append(('limit', limit))
+            
+        if cursor is not None:
+            
+            _query_params.append(('cursor', cursor))
+            
+        if action is not None:
+            
+            _query_params.append(('action', action))
+            
+        if actor_id is not None:
+            
+            _query_params.append(('actorId', actor_id))
+            
+        if resource_type is not None:
+            
+            _query_params.append(('resourceType', resource_type))
+            
+        if resource_id is not None:
+            
+            _query_params.append(('resourceId', resource_id))
+            
+        if occurred_after is not None:
+            if isinstance(occurred_after, datetime):
+                _query_params.append(
+                    (
+                        'occurredAfter',
+                        occurred_after.strftime(
+                            self.api_client.configuration.datetime_format
+                        )
+                    )
+                )
+            else:
+                _query_params.append(('occurredAfter', occurred_after))
+            
+        if occurred_before is not None:
+            if isinstance(occurred_before, datetime):
+                _query_params.append(
+                    (
+                        'occurredBefore',
+                        occurred_before.strftime(
+                            self.api_client.configuration.datetime_format
+                        )
+                    )
+                )
+            else:
+                _query_params.append(('occurredBefore', occurred_before))
+            
+        # process the header parameters
+        # process the form parameters
+        # process the body parameter
+
+
+        # set the HTTP header `Accept`
+        if 'Accept' not in _header_params:
+            _header_params['Accept'] = self.api_client.select_header_accept(
+                [
+                    'application/json', 
+                    'application/problem+json'
+                ]
+            )
+
+
+        # authentication setting
+        _auth_settings: List[str] = [
+            'ApiToken'
+        ]
+
+        return self.api_client.param_serialize(
+            method='GET',
+            resource_path='/api/v1/audit-events',
+            path_params=_path_params,
+            query_params=_query_params,
+            header_params=_header_params,
+            body=_body_params,
+            post_params=_form_params,
+            files=_files,
+            auth_settings=_auth_settings,
+            collection_formats=_collection_formats,
+            _host=_host,
+            _request_auth=_request_auth
+        )
+
+

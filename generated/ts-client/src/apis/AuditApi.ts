@@ -63,6 +63,41 @@ export interface ListAuditEventsRequest {
     occurredBefore?: Date;
 }
 
+export interface ListSystemAuditEventsRequest {
+    /**
+     * Page size.
+     */
+    limit?: number;
+    /**
+     * Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
+     */
+    cursor?: string;
+    /**
+     * 
+     */
+    action?: string;
+    /**
+     * 
+     */
+    actorId?: string;
+    /**
+     * 
+     */
+    resourceType?: string;
+    /**
+     * 
+     */
+    resourceId?: string;
+    /**
+     * 
+     */
+    occurredAfter?: Date;
+    /**
+     * 
+     */
+    occurredBefore?: Date;
+}
+
 /**
  * 
  */
@@ -150,6 +185,85 @@ export class AuditApi extends runtime.BaseAPI {
      */
     async listAuditEvents(requestParameters: ListAuditEventsRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<AuditEventPage> {
         const response = await this.listAuditEventsRaw(requestParameters, initOverrides);
+        return await response.value();
+    }
+
+    /**
+     * Creates request options for listSystemAuditEvents without sending the request
+     */
+    async listSystemAuditEventsRequestOpts(requestParameters: ListSystemAuditEventsRequest): Promise<runtime.RequestOpts> {
+        const queryParameters: any = {};
+
+        if (requestParameters['limit'] != null) {
+            queryParameters['limit'] = requestParameters['limit'];
+        }
+
+        if (requestParameters['cursor'] != null) {
+            queryParameters['cursor'] = requestParameters['cursor'];
+        }
+
+        if (requestParameters['action'] != null) {
+            queryParameters['action'] = requestParameters['action'];
+        }
+
+        if (requestParameters['actorId'] != null) {
+            queryParameters['actorId'] = requestParameters['actorId'];
+        }
+
+        if (requestParameters['resourceType'] != null) {
+            queryParameters['resourceType'] = requestParameters['resourceType'];
+        }
+
+        if (requestParameters['resourceId'] != null) {
+            queryParameters['resourceId'] = requestParameters['resourceId'];
+        }
+
+        if (requestParameters['occurredAfter'] != null) {
+            queryParameters['occurredAfter'] = runtime.serializeDateTime(requestParameters['occurredAfter'] as any);
+        }
+
+        if (requestParameters['occurredBefore'] != null) {
+            queryParameters['occurredBefore'] = runtime.serializeDateTime(requestParameters['occurredBefore'] as any);
+        }
+
+        const headerParameters: runtime.HTTPHeaders = {};
+
+        if (this.configuration && this.configuration.accessToken) {
+            const token = this.configuration.accessToken;
+            const tokenString = await token("ApiToken", []);
+
+            if (tokenString) {
+                headerParameters["Authorization"] = `Bearer ${tokenString}`;
+            }
+        }
+
+        let urlPath = `/api/v1/audit-events`;
+
+        return {
+            path: urlPath,
+            method: 'GET',
+            headers: headerParameters,
+            query: queryParameters,
+        };
+    }
+
+    /**
+     * Events with no workspace of their own, for example a refused attempt to create a workspace. Only a SYSTEM_ADMIN may read them; each read is itself audited there.
+     * Search the audit events recorded outside any workspace, newest first
+     */
+    async listSystemAuditEventsRaw(requestParameters: ListSystemAuditEventsRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<AuditEventPage>> {
+        const requestOptions = await this.listSystemAuditEventsRequestOpts(requestParameters);
+        const response = await this.request(requestOptions, initOverrides);
+
+        return new runtime.JSONApiResponse(response, (jsonValue) => AuditEventPageFromJSON(jsonValue));
+    }
+
+    /**
+     * Events with no workspace of their own, for example a refused attempt to create a workspace. Only a SYSTEM_ADMIN may read them; each read is itself audited there.
+     * Search the audit events recorded outside any workspace, newest first
+     */
+    async listSystemAuditEvents(requestParameters: ListSystemAuditEventsRequest = {}, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<AuditEventPage> {
+        const response = await this.listSystemAuditEventsRaw(requestParameters, initOverrides);
         return await response.value();
     }
 

@@ -189,7 +189,13 @@ def http_exception_handler(
 
 async def handle_unexpected(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
     # The exception goes to the (redacting) log, never to the client.
-    _log.error("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
+    _log.error(
+        "unhandled error in %s %s",
+        request.method,
+        request.url.path,
+        exc_info=exc,
+        extra={"event": "REQUEST_FAILED"},
+    )
     return problem_response(
         "INTERNAL_ERROR", "The Service could not complete the request.", trace_id=_trace_id(request)
     )
@@ -220,7 +226,14 @@ async def handle_coded_error(request: ConnexionRequest, exc: Exception) -> Conne
     if not isinstance(status, int):
         status = CODES.get(code, (500, ""))[0]
     if status >= 500:
-        _log.error("coded error %s in %s %s", code, request.method, request.url.path, exc_info=exc)
+        _log.error(
+            "coded error %s in %s %s",
+            code,
+            request.method,
+            request.url.path,
+            exc_info=exc,
+            extra={"event": "REQUEST_FAILED"},
+        )
     errors, extra = _domain_extras(exc)
     return problem_response(
         code, str(exc), status=status, trace_id=_trace_id(request), errors=errors, extra=extra

@@ -145,7 +145,7 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
             return validated
         except ValidationError as error:
             detail = describe(error)
-            _log.info("request body rejected: %s", detail)
+            _log.info("request body rejected: %s", detail, extra={"event": "REQUEST_BODY_REJECTED"})
             raise BadRequestProblem(detail=detail) from None
 
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from connexion.lifecycle import ConnexionResponse
 
-from wepush.server.api._auth import current_principal
+from wepush.server.api._auth import current_principal, current_trace_id
 from wepush.server.api._context import services
 from wepush.server.api._paging import keyset_request, page_body
 from wepush.server.api._render_core import parse_instant, render_audit_event
@@ -15,6 +15,8 @@ from wepush.server.application.audit_log import AuditQuery
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 
 _RESOURCE = "audit-events"
+#: Its own cursor scope: a workspace's cursor is not valid on the system list, nor the other way round.
+_SYSTEM_RESOURCE = "system-audit-events"
 
 
 def _instant(name: str, text: str | None) -> datetime | None:
@@ -40,6 +42,39 @@ async def list_audit_events(
     occurred_after: str | None = None,
     occurred_before: str | None = None,
 ) -> ConnexionResponse:
+    query, filters = _query(action, actor_id, resource_type, resource_id, occurred_after, occurred_before)
+    filters["workspaceId"] = workspace_id
+    page = keyset_request(_RESOURCE, filters, limit, cursor)
+    found = await services().resources.audit.list_page(current_principal(), workspace_id, page, query)
+    return json_response(page_body(found, render_audit_event, resource=_RESOURCE, filters=filters))
+
+
+async def list_system_audit_events(
+    limit: int | None = None,
+    cursor: str | None = None,
+    action: str | None = None,
+    actor_id: str | None = None,
+    resource_type: str | None = None,
+    resource_id: str | None = None,
+    occurred_after: str | None = None,
+    occurred_before: str | None = None,
+) -> ConnexionResponse:
+    query, filters = _query(action, actor_id, resource_type, resource_id, occurred_after, occurred_before)
+    page = keyset_request(_SYSTEM_RESOURCE, filters, limit, cursor)
+    found = await services().resources.audit.list_system_page(
+        current_principal(), page, query, trace_id=current_trace_id()
+    )
+    return json_response(page_body(found, render_audit_event, resource=_SYSTEM_RESOURCE, filters=filters))
+
+
+def _query(
+    action: str | None,
+    actor_id: str | None,
+    resource_type: str | None,
+    resource_id: str | None,
+    occurred_after: str | None,
+    occurred_before: str | None,
+) -> tuple[AuditQuery, dict[str, object]]:
     query = AuditQuery(
         action=action,
         actor_id=actor_id,
@@ -48,8 +83,7 @@ async def list_audit_events(
         occurred_after=_instant("occurredAfter", occurred_after),
         occurred_before=_instant("occurredBefore", occurred_before),
     )
-    filters = {
-        "workspaceId": workspace_id,
+    filters: dict[str, object] = {
         "action": action,
         "actorId": actor_id,
         "resourceType": resource_type,
@@ -57,6 +91,4 @@ async def list_audit_events(
         "occurredAfter": query.occurred_after,
         "occurredBefore": query.occurred_before,
     }
-    page = keyset_request(_RESOURCE, filters, limit, cursor)
-    found = await services().resources.audit.list_page(current_principal(), workspace_id, page, query)
-    return json_response(page_body(found, render_audit_event, resource=_RESOURCE, filters=filters))
+    return query, filters

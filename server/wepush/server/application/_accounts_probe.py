@@ -85,7 +85,11 @@ async def _test(
         )
     except Exception as exc:
         # Only the type reaches the log: a provider's exception text may quote what it was sent.
-        _log.warning("connection test of provider failed with %s", type(exc).__name__)
+        _log.warning(
+            "connection test of provider failed with %s",
+            type(exc).__name__,
+            extra={"event": "CONNECTION_TEST_FAILED"},
+        )
         result = ConnectionTestResult(False, ErrorCategory.INTERNAL, "The provider failed during the test.")
     measured = round((time.monotonic() - started) * 1000)
     latency = result.latency_ms if result.latency_ms is not None and result.latency_ms >= 0 else measured

@@ -84,7 +84,10 @@ class ImportRetention:
             try:
                 report = await self.sweep()
                 if report.expired_imports or report.discarded_rows:
-                    _log.info("import retention: %s", report)
+                    _log.info("import retention: %s", report, extra={"event": "IMPORT_RETENTION_PASS"})
             except Exception:
-                _log.exception("import retention pass failed; retrying on the next interval")
+                _log.exception(
+                    "import retention pass failed; retrying on the next interval",
+                    extra={"event": "IMPORT_RETENTION_FAILED"},
+                )
             await asyncio.sleep(interval.total_seconds())

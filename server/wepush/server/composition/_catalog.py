@@ -27,7 +27,13 @@ def build_catalog(config: ServiceConfig) -> tuple[ProviderCatalog, tuple[PluginH
     plugins = loader.load_into(catalog)
     for plugin in plugins:
         if plugin.status is PluginStatus.REJECTED:
-            _log.warning("plugin %s@%s rejected: %s", plugin.plugin_id, plugin.version, plugin.reason)
+            _log.warning(
+                "plugin %s@%s rejected: %s",
+                plugin.plugin_id,
+                plugin.version,
+                plugin.reason,
+                extra={"event": "PLUGIN_REJECTED"},
+            )
     return catalog, plugins
 
 
@@ -36,7 +42,10 @@ def _installed_providers(config: ServiceConfig) -> ProviderCatalog:
     that supports it is built with its explicit loopback test setting."""
     if not config.security.loopback_targets_for_tests:
         return ProviderCatalog.from_entry_points()
-    _log.warning("security.loopback-targets-for-tests is ON: providers may send to loopback addresses")
+    _log.warning(
+        "security.loopback-targets-for-tests is ON: providers may send to loopback addresses",
+        extra={"event": "LOOPBACK_TARGETS_ALLOWED"},
+    )
     catalog = ProviderCatalog()
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
         try:

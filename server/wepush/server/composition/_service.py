@@ -95,6 +95,7 @@ def prepare_data_dir(config: ServiceConfig) -> None:
             config.data_dir,
             mode,
             config.data_dir,
+            extra={"event": "DATA_DIR_EXPOSED"},
         )
     url = make_url(config.database.url)
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
@@ -299,7 +300,9 @@ class ServiceRuntime:
             write_bootstrap_token(config.security.bootstrap_token_file, token)
             self.bootstrap_token_written = True
             _log.warning(
-                "bootstrap admin token written to %s (mode 0600)", config.security.bootstrap_token_file
+                "bootstrap admin token written to %s (mode 0600)",
+                config.security.bootstrap_token_file,
+                extra={"event": "BOOTSTRAP_TOKEN_WRITTEN"},
             )
         await self._audit_rejected_plugins(workspace.id)
         self.deps = ServiceDeps(

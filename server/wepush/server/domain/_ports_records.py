@@ -65,7 +65,7 @@ class AuditRepository(Protocol):
 
     async def list_page(
         self,
-        workspace_id: str,
+        workspace_id: str | None,
         page: PageRequest[Keyset],
         *,
         action: str | None = None,
@@ -77,7 +77,8 @@ class AuditRepository(Protocol):
         until: datetime | None = None,
     ) -> Page[AuditEvent, Keyset]:
         """Newest first by ``(occurred_at, id)``; ``since`` inclusive, ``occurred_after`` and ``until``
-        exclusive. Every filter applies before the ``limit + 1`` read."""
+        exclusive. Every filter applies before the ``limit + 1`` read. ``workspace_id`` None: the events
+        recorded outside any workspace."""
         ...
 
 

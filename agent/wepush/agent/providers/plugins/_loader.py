@@ -205,7 +205,14 @@ class PluginLoader:
             reason = (
                 "unsigned: loaded only because developer mode is on; never use developer mode in production"
             )
-            _log.warning("plugin %s@%s is %s: %s", manifest.plugin_id, manifest.version, status, reason)
+            _log.warning(
+                "plugin %s@%s is %s: %s",
+                manifest.plugin_id,
+                manifest.version,
+                status,
+                reason,
+                extra={"event": "PLUGIN_LOADED_UNSIGNED"},
+            )
         return self._record(
             PluginHealth(
                 manifest.plugin_id,
@@ -320,7 +327,9 @@ class PluginLoader:
         )
         for provider_id in exc.providers or (None,):
             catalog.reject(health.source, exc.reason, provider_id=provider_id)
-        _log.warning("plugin %s is REJECTED: %s", health.source, exc.reason)
+        _log.warning(
+            "plugin %s is REJECTED: %s", health.source, exc.reason, extra={"event": "PLUGIN_REJECTED"}
+        )
         self._record(health)
         if self._on_rejected is not None:
             self._on_rejected(plugin_id, version, exc.reason)

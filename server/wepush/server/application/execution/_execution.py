@@ -134,7 +134,12 @@ class RunExecution:
             await self._execute()
         except LeaseExpired:
             self.lost = True
-            _log.warning("run %s: lease %s was lost; the execution stops", self.run_id, self.lease.id)
+            _log.warning(
+                "run %s: lease %s was lost; the execution stops",
+                self.run_id,
+                self.lease.id,
+                extra={"event": "LEASE_LOST"},
+            )
         finally:
             if self.lost and self._handle is not None:
                 self._handle_stop("the lease was lost")
@@ -184,6 +189,9 @@ class RunExecution:
             artifact_sink=artifacts,
             event_sink=events,
             clock=self._ctx.engine_clock,
+            # Item diagnostics and response bodies become results, events and artifacts: mask the
+            # values this run resolved in them too, not only the shapes the rules know.
+            redactor=self._ctx.redactor,
         )
         try:
             self._handle = await self._ctx.engine.start(spec, ports)
@@ -194,7 +202,9 @@ class RunExecution:
         except Exception as exc:
             # Not a refusal the engine names, but still nothing was dispatched: fail the run, never requeue
             # it into the same crash.
-            _log.exception("run %s: the engine could not start it", self.run_id)
+            _log.exception(
+                "run %s: the engine could not start it", self.run_id, extra={"event": "RUN_START_FAILED"}
+            )
             await artifacts.discard()
             detail = redact_diagnostic(f"{type(exc).__name__}: {exc}", limit=300) or type(exc).__name__
             await self._fail_before_start(RecipientScope.of(snapshot), log, "INTERNAL_ERROR", detail)
@@ -303,9 +313,13 @@ class RunExecution:
                 )
                 await uow.run_commands.record_ack(command.command_id, applied=applied, result_message=message)
         self.final_state = final
+        _log.info("run %s: finished %s", self.run_id, final.value, extra={"event": "RUN_FINISHED"})
 
     async def _fail_before_start(self, scope: RecipientScope, log: RunLog, code: str, message: str) -> None:
         """The engine refused the run before dispatching anything: every recipient is UNSENT."""
+        # The message becomes the run's reason, which the API returns: a provider that failed to open
+        # may have quoted a secret the run resolved (still registered until the execution ends).
+        message = self._ctx.redactor.text(message)
         await log.append(
             log_line(
                 self._ctx.clock(),
@@ -404,7 +418,10 @@ class RunExecution:
         if not self.lost:
             self.lost = True
             _log.warning(
-                "run %s: lease %s is no longer active; stopping the engine", self.run_id, self.lease.id
+                "run %s: lease %s is no longer active; stopping the engine",
+                self.run_id,
+                self.lease.id,
+                extra={"event": "LEASE_LOST"},
             )
         self._handle_stop("the lease was lost")
 

@@ -96,7 +96,12 @@ class RunRecovery:
             return None  # the run moved on meanwhile (finished, or another instance recovers it)
         if run is None:
             return None
-        _log.warning("run %s was lost (%s); recovering", run.id, cause)
+        _log.warning(
+            "run %s was lost (%s); recovering",
+            run.id,
+            cause,
+            extra={"event": "RUN_LOST", "workspaceId": run.workspace_id, "runId": run.id},
+        )
         # A run whose executor keeps dying before it dispatches anything is not queued forever.
         requeue = lease is None or lease.epoch < self._max_attempts
         return await self.recover_run(run, cause, previous=previous, requeue=requeue)
@@ -233,7 +238,13 @@ class RunRecovery:
                 await reject_pending(uow, run.id, f"RUN_STATE_CONFLICT: run is {final.value}")
 
         await retrying(terminal)
-        _log.warning("run %s recovered as %s (%s)", run.id, final.value, reason)
+        _log.warning(
+            "run %s recovered as %s (%s)",
+            run.id,
+            final.value,
+            reason,
+            extra={"event": "RUN_RECOVERED", "workspaceId": run.workspace_id, "runId": run.id},
+        )
         return RecoveryOutcome(run.id, final, counts, settled.unknown_added, settled.unsent_added)
 
     def _completed(

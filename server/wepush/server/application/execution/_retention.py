@@ -74,16 +74,23 @@ class ArtifactRetention:
             try:
                 report = await self.sweep()
                 if report.deleted or report.missing or report.failed or report.abandoned_uploads:
-                    _log.info("artifact retention: %s", report)
+                    _log.info("artifact retention: %s", report, extra={"event": "ARTIFACT_RETENTION_PASS"})
             except Exception:
-                _log.exception("artifact retention pass failed; retrying on the next interval")
+                _log.exception(
+                    "artifact retention pass failed; retrying on the next interval",
+                    extra={"event": "ARTIFACT_RETENTION_FAILED"},
+                )
             await asyncio.sleep(interval.total_seconds())
 
     async def _delete(self, artifact: Artifact) -> str:
         try:
             existed = await self._store.delete(artifact.storage_key)
         except Exception:
-            _log.exception("artifact %s could not be deleted; it stays DELETING", artifact.id)
+            _log.exception(
+                "artifact %s could not be deleted; it stays DELETING",
+                artifact.id,
+                extra={"event": "ARTIFACT_DELETE_FAILED"},
+            )
             return "failed"
         async with self._uow() as uow:
             await uow.artifacts.mark_deleted(artifact.id)

@@ -168,7 +168,7 @@ class SqlAuditRepository(SqlRepository):
 
     async def list_page(
         self,
-        workspace_id: str,
+        workspace_id: str | None,
         page: PageRequest[Keyset],
         *,
         action: str | None = None,
@@ -180,7 +180,9 @@ class SqlAuditRepository(SqlRepository):
         until: datetime | None = None,
     ) -> Page[AuditEvent, Keyset]:
         a = audit_event
-        stmt = select(a).where(a.c.workspace_id == workspace_id)
+        stmt = select(a).where(
+            a.c.workspace_id.is_(None) if workspace_id is None else a.c.workspace_id == workspace_id
+        )
         if action is not None:
             stmt = stmt.where(a.c.action == action)
         if actor_id is not None:

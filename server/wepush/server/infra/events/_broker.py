@@ -49,7 +49,11 @@ class _RunPoller:
                 if not subscriber.offer(event):
                     self.subscribers.discard(subscriber)
                     if subscriber.ended and subscriber.ended.startswith("dropped"):
-                        _log.info("dropped a slow event subscriber of run %s", self.run_id)
+                        _log.info(
+                            "dropped a slow event subscriber of run %s",
+                            self.run_id,
+                            extra={"event": "EVENT_SUBSCRIBER_DROPPED"},
+                        )
 
     async def _run(self) -> None:
         broker = self.broker
@@ -65,7 +69,12 @@ class _RunPoller:
                     cursor = await self._pump(cursor)
                 except Exception:
                     # A failed read is retried at the next tick; subscribers keep their position.
-                    _log.warning("polling events of run %s failed", self.run_id, exc_info=True)
+                    _log.warning(
+                        "polling events of run %s failed",
+                        self.run_id,
+                        exc_info=True,
+                        extra={"event": "EVENT_POLL_FAILED"},
+                    )
         finally:
             self.finished = True
             broker._forget(self)
@@ -75,7 +84,12 @@ class _RunPoller:
             try:
                 return await self.broker.source.head(self.workspace_id, self.run_id)
             except Exception:
-                _log.warning("reading the event head of run %s failed", self.run_id, exc_info=True)
+                _log.warning(
+                    "reading the event head of run %s failed",
+                    self.run_id,
+                    exc_info=True,
+                    extra={"event": "EVENT_HEAD_READ_FAILED"},
+                )
                 await asyncio.sleep(self.broker.poll_interval)
 
     async def _pump(self, cursor: int) -> int:

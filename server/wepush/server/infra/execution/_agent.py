@@ -53,7 +53,7 @@ from wepush.server.domain import (
 )
 from wepush.server.domain.secrets import SecretScrubber, SecretStore
 from wepush.server.infra.db import SqliteExecutionLedger, execution_ledger
-from wepush.server.infra.logging import get_redactor
+from wepush.server.infra.logging import LogContextBinding, bind_log_context, get_redactor
 
 from ._registration import register_agent
 from ._settings import EXPIRED_CAUSE, RESTART_CAUSE, EmbeddedAgentSettings
@@ -151,14 +151,16 @@ class EmbeddedAgent:
         await self._recover_at_start()
         self._claim_hint = self._notifier.listen()
         self._command_hint = self._notifier.listen()
-        self._claimer = asyncio.create_task(self._claim_loop(), name="embedded-agent:claimer")
-        self._loops = [
-            self._claimer,
-            asyncio.create_task(self._command_loop(), name="embedded-agent:command-poller"),
-            asyncio.create_task(self._renew_loop(), name="embedded-agent:lease-renewer"),
-            asyncio.create_task(self._reaper_loop(), name="embedded-agent:lease-reaper"),
-        ]
-        self._supervisor = asyncio.create_task(self._supervise(), name="embedded-agent:supervisor")
+        # Tasks copy the log context when they are created: every line the loops log names this agent.
+        with bind_log_context(agent_id=self.agent_id):
+            self._claimer = asyncio.create_task(self._claim_loop(), name="embedded-agent:claimer")
+            self._loops = [
+                self._claimer,
+                asyncio.create_task(self._command_loop(), name="embedded-agent:command-poller"),
+                asyncio.create_task(self._renew_loop(), name="embedded-agent:lease-renewer"),
+                asyncio.create_task(self._reaper_loop(), name="embedded-agent:lease-reaper"),
+            ]
+            self._supervisor = asyncio.create_task(self._supervise(), name="embedded-agent:supervisor")
 
     async def _supervise(self) -> None:
         done, _ = await asyncio.wait(self._loops, return_when=asyncio.FIRST_EXCEPTION)
@@ -166,7 +168,10 @@ class EmbeddedAgent:
             if not task.cancelled() and task.exception() is not None:
                 self.failure = task.exception()
                 _log.error(
-                    "embedded agent loop %s failed; shutting down", task.get_name(), exc_info=self.failure
+                    "embedded agent loop %s failed; shutting down",
+                    task.get_name(),
+                    exc_info=self.failure,
+                    extra={"event": "AGENT_LOOP_FAILED"},
                 )
                 self._begin_shutdown(None)
                 return
@@ -241,7 +246,7 @@ class EmbeddedAgent:
                     self._agent.id, status=status, seen_at=self._clock(), capacity=self._capacity()
                 )
         except Exception:
-            _log.exception("embedded agent heartbeat failed")
+            _log.exception("embedded agent heartbeat failed", extra={"event": "AGENT_HEARTBEAT_FAILED"})
 
     # ------------------------------------------------------------------ recovery
 
@@ -289,7 +294,11 @@ class EmbeddedAgent:
                 failures += 1
                 if failures >= self._settings.claim_failure_limit:
                     raise
-                _log.exception("claiming runs failed (%d in a row); retrying", failures)
+                _log.exception(
+                    "claiming runs failed (%d in a row); retrying",
+                    failures,
+                    extra={"event": "RUN_CLAIM_FAILED"},
+                )
             await self._claim_hint.wait(self._settings.scan_interval.total_seconds())
 
     async def _claim_one(self) -> RunExecution | None:
@@ -331,9 +340,30 @@ class EmbeddedAgent:
                     return None
                 after = page.next_after
 
+    def _run_log_context(self, execution: RunExecution) -> LogContextBinding:
+        """The run's ids in the log context; the execution task runs under them, and so does every call
+        another loop makes into the execution (commands, lease renewal)."""
+        run = execution.run
+        return bind_log_context(
+            workspace_id=run.workspace_id,
+            run_id=run.id,
+            agent_id=self.agent_id,
+            lease_id=execution.lease.id,
+            provider_id=run.provider_id,
+        )
+
     def _launch(self, execution: RunExecution) -> None:
         run_id = execution.run_id
-        task = asyncio.create_task(execution.execute(), name=f"run:{run_id}")
+        with self._run_log_context(execution):
+            _log.info(
+                "run %s: claimed under lease %s (epoch %d)",
+                run_id,
+                execution.lease.id,
+                execution.lease.epoch,
+                extra={"event": "RUN_CLAIMED"},
+            )
+            # The task copies the context now: the execution, the engine and its workers log the run's ids.
+            task = asyncio.create_task(execution.execute(), name=f"run:{run_id}")
         self._executions[run_id] = execution
         self._tasks[run_id] = task
 
@@ -342,7 +372,13 @@ class EmbeddedAgent:
             self._tasks.pop(run_id, None)
             if not done.cancelled() and done.exception() is not None:
                 # The lease is no longer renewed; the reaper recovers the run once it expires.
-                _log.error("run %s: execution failed", run_id, exc_info=done.exception())
+                with self._run_log_context(execution):
+                    _log.error(
+                        "run %s: execution failed",
+                        run_id,
+                        exc_info=done.exception(),
+                        extra={"event": "RUN_EXECUTION_FAILED"},
+                    )
             if self._claim_hint is not None:
                 self._claim_hint.wake()
 
@@ -355,18 +391,24 @@ class EmbeddedAgent:
                 try:
                     async with self._uow(read_only=True) as uow:
                         commands = await pending_commands(uow, run_id)
-                    for command in commands:
-                        if not await execution.deliver(command):
-                            break
+                    with self._run_log_context(execution):
+                        for command in commands:
+                            if not await execution.deliver(command):
+                                break
                 except Exception:
-                    _log.exception("run %s: delivering commands failed; retrying on the next poll", run_id)
+                    _log.exception(
+                        "run %s: delivering commands failed; retrying on the next poll",
+                        run_id,
+                        extra={"event": "COMMAND_DELIVERY_FAILED"},
+                    )
             await self._command_hint.wait(self._settings.command_poll_interval.total_seconds())
 
     async def _renew_loop(self) -> None:
         interval = self._settings.lease_ttl.total_seconds() / 3
         while True:
             for execution in tuple(self._executions.values()):
-                await execution.renew()
+                with self._run_log_context(execution):
+                    await execution.renew()
             await self._heartbeat(AgentStatus.ONLINE)
             await asyncio.sleep(interval)
 
@@ -379,11 +421,15 @@ class EmbeddedAgent:
                 for lease in expired:
                     mine = self._executions.get(lease.run_id)
                     if mine is not None and mine.lease.id == lease.id:
-                        await mine.renew()  # fails: the execution learns its lease is gone and stops
+                        with self._run_log_context(mine):
+                            await mine.renew()  # fails: the execution learns its lease is gone and stops
                     await self._recovery.recover_lease(lease, EXPIRED_CAUSE)
                 await self._recover_orphans(tuple(EXECUTING_STATES), EXPIRED_CAUSE)
             except Exception:
-                _log.exception("lease reaper pass failed; retrying on the next interval")
+                _log.exception(
+                    "lease reaper pass failed; retrying on the next interval",
+                    extra={"event": "LEASE_REAPER_FAILED"},
+                )
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:
