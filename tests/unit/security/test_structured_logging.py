@@ -175,3 +175,13 @@ def test_configure_logging_installs_one_replaceable_json_handler() -> None:
 def test_unknown_log_format_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown log format"):
         configure_logging("INFO", "xml", "s", "i")  # type: ignore[arg-type]
+
+
+def test_uvicorns_coloured_copy_of_its_message_is_left_out(
+    capture: tuple[logging.Logger, io.StringIO, Redactor],
+) -> None:
+    logger, stream, _ = capture
+    logger.info("Started server process [%d]", 7, extra={"color_message": "Started \x1b[36m%d\x1b[0m"})
+    line = json.loads(stream.getvalue())
+    assert line["message"] == "Started server process [7]"
+    assert "color_message" not in line

@@ -22,6 +22,8 @@ _DEFAULT_REDACTOR: Final = Redactor()
 _RECORD_ATTRIBUTES: Final = frozenset(
     vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None)).keys() | {"message", "asctime"}
 )
+# uvicorn repeats its message with ANSI colours for terminals; in a structured line it is only noise.
+_DROPPED_EXTRAS: Final = frozenset({"color_message"})
 _SNAKE_TO_CONTEXT: Final = {
     "trace_id": "traceId",
     "workspace_id": "workspaceId",
@@ -64,7 +66,7 @@ def _structured_fields(record: logging.LogRecord) -> dict[str, object]:
     fields: dict[str, object] = dict.fromkeys(LOG_CONTEXT_FIELDS)
     fields.update(current_log_context())
     for name, value in vars(record).items():
-        if name in _RECORD_ATTRIBUTES or name.startswith("_"):
+        if name in _RECORD_ATTRIBUTES or name in _DROPPED_EXTRAS or name.startswith("_"):
             continue
         fields[_SNAKE_TO_CONTEXT.get(name, name)] = value
     return fields
