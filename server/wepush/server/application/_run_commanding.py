@@ -7,7 +7,7 @@ from collections.abc import Callable
 from wepush.server.application._run_commands import AUDIT_ACTIONS, CommandRequest, accept_command
 from wepush.server.application._run_context import RESOURCE, RunUseCases
 from wepush.server.application.auth import Principal, Role
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import JsonObject, NotFound, RunCommand, RunCommandType
 
 
@@ -58,7 +58,7 @@ class RunCommanding(RunUseCases):
 
                 return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=action)
 
-        outcome = await self._once_more_on_race(attempt)
+        outcome = await once_more_on_race(idempotency, attempt)
         self._after_commit(outcome)
         return outcome
 

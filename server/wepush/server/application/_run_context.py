@@ -3,7 +3,6 @@ first requests with one Idempotency-Key, and the hints sent after a commit."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -15,7 +14,6 @@ from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.execution import ArtifactDownloads, ArtifactStore, RunAvailabilityNotifier
 from wepush.server.application.idempotent import Outcome
-from wepush.server.domain import DuplicateResource, IdempotencyConflict
 
 RESOURCE = "RUN"
 ARTIFACT = "ARTIFACT"
@@ -72,14 +70,6 @@ class RunUseCases:
             resource_id=resource_id,
             trace_id=trace_id,
         )
-
-    async def _once_more_on_race(self, attempt: Callable[[], Awaitable[Outcome]]) -> Outcome:
-        """Two first requests with one Idempotency-Key both proceed; the unique key lets one commit and
-        the other fails. Running the loser again replays the winner's response (or conflicts)."""
-        try:
-            return await attempt()
-        except (DuplicateResource, IdempotencyConflict):
-            return await attempt()
 
     def _after_commit(self, outcome: Outcome) -> None:
         if not outcome.replayed:

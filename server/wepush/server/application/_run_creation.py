@@ -13,7 +13,7 @@ from wepush.server.application._run_start import RunStartRequest, create_run, es
 from wepush.server.application._run_views import RunConfirmationView
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.idempotency import key_hash
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import JsonObject, Run, new_id
 
 
@@ -119,6 +119,6 @@ class RunCreation(RunUseCases):
 
                 return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=action)
 
-        outcome = await self._once_more_on_race(attempt)
+        outcome = await once_more_on_race(idempotency, attempt)
         self._after_commit(outcome)
         return outcome

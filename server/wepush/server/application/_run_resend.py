@@ -18,7 +18,7 @@ from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.execution import RunSnapshot, resend_snapshot
 from wepush.server.application.idempotency import key_hash
-from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded
+from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import JsonObject, Run, RunStateConflict, allowed_commands, new_id
 
 
@@ -116,6 +116,6 @@ class RunResends(RunUseCases):
 
                 return await guarded(uow, idempotency, workspace_id=workspace_id, now=now, action=action)
 
-        outcome = await self._once_more_on_race(attempt)
+        outcome = await once_more_on_race(idempotency, attempt)
         self._after_commit(outcome)
         return outcome
