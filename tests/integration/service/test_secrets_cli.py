@@ -14,7 +14,13 @@ import pytest
 
 from tests.contract.repositories._world import add_workspace
 from wepush.cli.main import main
-from wepush.server.composition._service import StartupRefused, load_key_ring, preflight
+from wepush.server.composition._service import (
+    StartupRefused,
+    load_key_ring,
+    preflight,
+    reload_key_ring,
+    sealed_key_versions,
+)
 from wepush.server.config import ServiceConfig, load_config
 from wepush.server.domain import SecretRecord, new_id
 from wepush.server.domain.secrets import MasterKeyError, sealed_secret_of
@@ -190,4 +196,22 @@ def test_the_secrets_commands_never_create_a_missing_key_file(
 ) -> None:
     assert main(["secrets", command]) == 1
     assert f"master key file {config.secrets.master_key_file} does not exist" in capsys.readouterr().err
+    assert not config.secrets.master_key_file.exists()
+
+
+def test_a_running_service_reloads_the_ring_as_the_file_holds_it_after_a_retire(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(load_key_ring(config))))
+    sealed_at_start = asyncio.run(sealed_key_versions(config.database.url))
+    assert main(["secrets", "rotate"]) == 0
+    assert main(["secrets", "retire", "1"]) == 0
+    capsys.readouterr()
+    # The start-up check would now refuse version 1; the running Service just adopts what the file holds.
+    assert reload_key_ring(config).versions == (2,)
+    with pytest.raises(StartupRefused):
+        load_key_ring(config, sealed_at_start)
+    config.secrets.master_key_file.unlink()
+    with pytest.raises(MasterKeyError):
+        reload_key_ring(config)  # never creates a key
     assert not config.secrets.master_key_file.exists()

@@ -138,6 +138,15 @@ def load_key_ring(config: ServiceConfig, sealed: Mapping[int, int] | None = None
     return ring
 
 
+def reload_key_ring(config: ServiceConfig) -> MasterKeyRing:
+    """The ring as its file or variable holds it now, for a running Service adopting a version added
+    since it started: never created, and not held to the versions in use at start (one may have been
+    retired since)."""
+    if config.secrets.master_key_env:
+        return MasterKeyRing.load_server(environ=os.environ, env_var=config.secrets.master_key_env)
+    return MasterKeyRing.load_server(config.secrets.master_key_file)
+
+
 async def sealed_key_versions(url: str) -> dict[int, int]:
     """Secrets per master key version in the database at ``url``; none before its first migration."""
     engine = create_database(url)
@@ -290,7 +299,7 @@ class ServiceRuntime:
             # A refused start never reaches stop(): close the pooled connection that read the secrets.
             await self.engine.dispose()
             raise
-        store = LocalEnvelopeSecretStore(ring, reload=lambda: load_key_ring(config, sealed))
+        store = LocalEnvelopeSecretStore(ring, reload=lambda: reload_key_ring(config))
         bootstrap = SystemBootstrap(self.uow, store, utc_now)
         workspace = await bootstrap.ensure_default_workspace()
         keys = await bootstrap.server_keys(workspace.id)
