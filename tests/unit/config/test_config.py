@@ -114,6 +114,31 @@ def test_an_s3_artifact_store_needs_its_bucket(tmp_path: Path) -> None:
     assert config.artifacts.s3.endpoint_url == "https://minio.internal:9000"
 
 
+def test_environment_values_take_the_type_the_schema_gives_their_key(tmp_path: Path) -> None:
+    # A secret, a bucket or an access key made only of digits (or spelled like a YAML boolean) stays the
+    # string it was given; only keys typed as numbers or booleans are read as numbers or booleans.
+    config = load_config(
+        environ={
+            "WEPUSH_ARTIFACTS_TYPE": "s3",
+            "WEPUSH_ARTIFACTS_S3_BUCKET": "20261203",
+            "WEPUSH_ARTIFACTS_S3_ACCESS_KEY_ID": "0012",
+            "WEPUSH_ARTIFACTS_S3_SECRET_ACCESS_KEY": "123456789",
+            "WEPUSH_ARTIFACTS_S3_REGION": "yes",
+            "WEPUSH_SERVER_PORT": "19003",
+            "WEPUSH_DATABASE_ECHO": "true",
+            "WEPUSH_DATA_DIR": str(tmp_path),
+        }
+    )
+    s3 = config.artifacts.s3
+    assert (s3.bucket, s3.access_key_id, s3.secret_access_key, s3.region) == (
+        "20261203",
+        "0012",
+        "123456789",
+        "yes",
+    )
+    assert (config.server.port, config.database.echo) == (19003, True)
+
+
 def test_effective_config_masks_secrets(tmp_path: Path) -> None:
     file = _write(
         tmp_path / "server.yaml",
@@ -150,10 +175,10 @@ def test_loopback_targets_are_off_unless_explicitly_enabled_for_tests(tmp_path: 
     ("environ", "says"),
     [
         (
-            {"WEPUSH_ARTIFACTS_S3_SECRET_ACCESS_KEY": "98765432"},
-            "wepush.artifacts.s3.secret-access-key: must be of type string or null, not integer",
+            {"WEPUSH_AGENT_EMBEDDED_MAX_RUNS": "98765x"},
+            "wepush.agent.embedded.max-runs: must be of type integer, not string",
         ),
-        ({"WEPUSH_DATABASE_URL": "123456789"}, "wepush.database.url: must be of type string, not integer"),
+        ({"WEPUSH_DATABASE_ECHO": "98765"}, "wepush.database.echo: must be of type boolean, not integer"),
         ({"WEPUSH_LOGGING_FORMAT": "xml-98765"}, 'wepush.logging.format: must be one of "json", "text"'),
         ({"WEPUSH_SERVER_PORT": "98765432"}, "wepush.server.port: must be at most 65535"),
     ],

@@ -76,6 +76,7 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 _LIST_KEYS = frozenset({"cors-allowed-origins", "trusted-keys"})
+_CONFIG_SCHEMA_ID = "https://wepush.dev/schemas/config.schema.json"
 
 
 class ConfigError(ValueError):
@@ -99,7 +100,7 @@ def _schema_registry() -> Registry[Any]:
 
 def _config_validator() -> Draft202012Validator:
     registry = _schema_registry()
-    schema = registry.contents("https://wepush.dev/schemas/config.schema.json")
+    schema = registry.contents(_CONFIG_SCHEMA_ID)
     return Draft202012Validator(schema, registry=registry)
 
 
@@ -201,10 +202,34 @@ def _env_path(name: str, tree: dict[str, Any]) -> list[str]:
     return path
 
 
-def _env_value(key: str, raw: str) -> Any:
-    if key in _LIST_KEYS:
+def _schema_types(path: list[str]) -> frozenset[str]:
+    """The JSON types the config schema allows at ``wepush.<path>`` (following ``$ref``s)."""
+    registry = _schema_registry()
+    resolver = registry.resolver(base_uri=_CONFIG_SCHEMA_ID)
+    node: Any = registry.contents(_CONFIG_SCHEMA_ID)
+    for key in ["wepush", *path]:
+        while "$ref" in node:
+            resolved = resolver.lookup(node["$ref"])
+            node, resolver = resolved.contents, resolved.resolver
+        node = node.get("properties", {}).get(key, {})
+    while "$ref" in node:
+        resolved = resolver.lookup(node["$ref"])
+        node, resolver = resolved.contents, resolved.resolver
+    declared = node.get("type", [])
+    return frozenset([declared] if isinstance(declared, str) else declared)
+
+
+def _env_value(path: list[str], raw: str) -> Any:
+    """An environment string typed as the schema types the key.
+
+    Only a key the schema types as a number or a boolean is read as one: a password, a bucket or an
+    access key made only of digits (or spelled ``yes``) stays the string it was given.
+    """
+    if path[-1] in _LIST_KEYS:
         return [item.strip() for item in raw.split(",") if item.strip()]
-    value = yaml.safe_load(raw) if raw.strip() else ""
+    if "string" in _schema_types(path) or not raw.strip():
+        return raw
+    value = yaml.safe_load(raw)
     return value if isinstance(value, bool | int | float) else raw
 
 
@@ -216,7 +241,7 @@ def _apply_env(document: dict[str, Any], environ: Mapping[str, str], master_key_
         node = document["wepush"]
         for key in path[:-1]:
             node = node.setdefault(key, {})
-        node[path[-1]] = _env_value(path[-1], environ[name])
+        node[path[-1]] = _env_value(path, environ[name])
 
 
 def _expand(node: Any, variables: Mapping[str, str]) -> Any:
