@@ -126,6 +126,7 @@ def test_environment_values_take_the_type_the_schema_gives_their_key(tmp_path: P
             "WEPUSH_ARTIFACTS_S3_REGION": "yes",
             "WEPUSH_SERVER_PORT": "19003",
             "WEPUSH_DATABASE_ECHO": "true",
+            "WEPUSH_SECURITY_RATE_LIMIT_REQUESTS_PER_SECOND": "0.5",
             "WEPUSH_DATA_DIR": str(tmp_path),
         }
     )
@@ -137,6 +138,7 @@ def test_environment_values_take_the_type_the_schema_gives_their_key(tmp_path: P
         "yes",
     )
     assert (config.server.port, config.database.echo) == (19003, True)
+    assert (config.security.rate_limit_per_second, config.security.rate_limit_burst) == (0.5, 500)
 
 
 def test_effective_config_masks_secrets(tmp_path: Path) -> None:

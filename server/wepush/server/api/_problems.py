@@ -235,8 +235,15 @@ async def handle_coded_error(request: ConnexionRequest, exc: Exception) -> Conne
             extra={"event": "REQUEST_FAILED"},
         )
     errors, extra = _domain_extras(exc)
+    retry_after = getattr(exc, "retry_after_seconds", None)
     return problem_response(
-        code, str(exc), status=status, trace_id=_trace_id(request), errors=errors, extra=extra
+        code,
+        str(exc),
+        status=status,
+        trace_id=_trace_id(request),
+        errors=errors,
+        extra=extra,
+        headers={"Retry-After": str(retry_after)} if isinstance(retry_after, int) else None,
     )
 
 

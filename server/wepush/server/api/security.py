@@ -26,7 +26,12 @@ def _token_info(principal: Principal | None) -> dict[str, Any] | None:
 
 
 async def api_token_info(token: str, request: ConnexionRequest) -> dict[str, Any] | None:
-    return _token_info(await _services(request).auth.authenticate_api_token(token))
+    services = _services(request)
+    principal = await services.auth.authenticate_api_token(token)
+    if principal is not None:
+        # Only a caller proven to hold the token spends its budget, so nobody can exhaust another's.
+        services.budget.spend(principal.token_id or principal.id)
+    return _token_info(principal)
 
 
 async def agent_credential_info(api_key: str, request: ConnexionRequest) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from wepush.server.application.jobs import JobService
 from wepush.server.application.messages import MessageService
 from wepush.server.application.paging import CursorCodec
 from wepush.server.application.providers import ProviderService
+from wepush.server.application.request_budget import RequestBudget
 from wepush.server.application.runs import RunPorts, RunService
 from wepush.server.application.tokens import TokenService
 from wepush.server.application.workspaces import WorkspaceService
@@ -56,6 +57,8 @@ class StartedServices:
     auth: Authenticator
     cursors: CursorCodec
     resources: ResourceServices
+    #: API requests each token may make (RATE_LIMITED beyond it).
+    budget: RequestBudget
 
 
 class ServiceNotStarted(RuntimeError):
@@ -79,6 +82,10 @@ class ApplicationServices:
     @property
     def auth(self) -> Authenticator:
         return self.require_started().auth
+
+    @property
+    def budget(self) -> RequestBudget:
+        return self.require_started().budget
 
     @property
     def cursors(self) -> CursorCodec:

@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import stat
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from wepush.server.application.execution import ArtifactRetention, ArtifactStore
 from wepush.server.application.health import CheckResult, HealthService
 from wepush.server.application.import_retention import ImportRetention
 from wepush.server.application.paging import CursorCodec
+from wepush.server.application.request_budget import RequestBudget
 from wepush.server.application.runs import RunPorts
 from wepush.server.composition._app import ServiceApp, create_app
 from wepush.server.composition._catalog import build_catalog
@@ -343,6 +345,9 @@ class ServiceRuntime:
             auth=TokenAuthenticator(self.uow, hasher, utc_now),
             cursors=CursorCodec(keys.cursor_key),
             resources=ResourceServices.build(self.deps, run_ports=run_ports),
+            budget=RequestBudget(
+                config.security.rate_limit_per_second, config.security.rate_limit_burst, time.monotonic
+            ),
         )
         # Every instance sweeps; the sweep's updates and deletes are conditional and idempotent.
         self.import_retention = asyncio.create_task(

@@ -62,6 +62,7 @@ _DEFAULTS: dict[str, Any] = {
             "remote-access": False,
             "bootstrap-token-file": "${WEPUSH_DATA_DIR}/bootstrap-admin.token",
             "loopback-targets-for-tests": False,
+            "rate-limit": {"requests-per-second": 100, "burst": 500},
         },
         "events": {"progress-interval": "PT1S", "batch-size": 100, "sse-heartbeat": "PT15S"},
         "logging": {"level": "INFO", "format": "json"},

@@ -66,6 +66,9 @@ class SecuritySettings:
     bootstrap_token_file: Path
     #: Test and local development only: lets channel providers reach loopback mock servers.
     loopback_targets_for_tests: bool
+    #: REST API requests each token earns per second (0: no budget) and may make at once.
+    rate_limit_per_second: float = 100
+    rate_limit_burst: int = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +189,8 @@ def build_config(document: dict[str, Any], data_dir: Path, config_dir: Path) -> 
                 security.get("bootstrap-token-file") or data_dir / "bootstrap-admin.token"
             ),
             loopback_targets_for_tests=bool(security.get("loopback-targets-for-tests", False)),
+            rate_limit_per_second=float(security["rate-limit"]["requests-per-second"]),
+            rate_limit_burst=int(security["rate-limit"]["burst"]),
         ),
         events=EventSettings(
             progress_interval=parse_duration(events["progress-interval"]),

@@ -52,24 +52,22 @@ class EmbeddedAgentSettings(BaseModel):
     max_concurrency: int | None = Field(200, alias="max-concurrency", ge=1)
 
 
-class SecuritySettings(BaseModel):
+class RateLimitSettings(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    remote_access: bool | None = Field(
-        False,
-        alias="remote-access",
-        description="Allow binding to non-loopback interfaces. Even local requests are authenticated.",
+    requests_per_second: float | None = Field(
+        100,
+        alias="requests-per-second",
+        description="Requests a token earns per second (a token bucket; fractions allowed, 0.5 is one request every two seconds); 0 turns the budget off.",
+        ge=0.0,
+        le=100000.0,
     )
-    bootstrap_token_file: str | None = Field(
-        None,
-        alias="bootstrap-token-file",
-        description="File through which a local client obtains a one-time bootstrap token; null means <data-dir>/bootstrap-admin.token.",
-    )
-    loopback_targets_for_tests: bool | None = Field(
-        False,
-        alias="loopback-targets-for-tests",
-        description="TEST AND LOCAL DEVELOPMENT ONLY. Lets the built-in channel providers send to loopback addresses (127.0.0.0/8, ::1) so a local mock server can stand in for a vendor. Never enable it in production: it opens the HTTP provider's SSRF protection for loopback.",
+    burst: int | None = Field(
+        500,
+        description="Requests a token may make at once before the per-second rate applies; also the most a quiet token saves up.",
+        ge=1,
+        le=1000000,
     )
 
 
@@ -282,6 +280,32 @@ class AgentSettings(BaseModel):
         extra="forbid",
     )
     embedded: EmbeddedAgentSettings | None = Field({}, validate_default=True)
+
+
+class SecuritySettings(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    remote_access: bool | None = Field(
+        False,
+        alias="remote-access",
+        description="Allow binding to non-loopback interfaces. Even local requests are authenticated.",
+    )
+    bootstrap_token_file: str | None = Field(
+        None,
+        alias="bootstrap-token-file",
+        description="File through which a local client obtains a one-time bootstrap token; null means <data-dir>/bootstrap-admin.token.",
+    )
+    loopback_targets_for_tests: bool | None = Field(
+        False,
+        alias="loopback-targets-for-tests",
+        description="TEST AND LOCAL DEVELOPMENT ONLY. Lets the built-in channel providers send to loopback addresses (127.0.0.0/8, ::1) so a local mock server can stand in for a vendor. Never enable it in production: it opens the HTTP provider's SSRF protection for loopback.",
+    )
+    rate_limit: RateLimitSettings | None = Field(
+        None,
+        alias="rate-limit",
+        description="Budget of REST API requests per API token and Service instance; beyond it requests answer 429 RATE_LIMITED with Retry-After.",
+    )
 
 
 class LoggingSettings(BaseModel):
