@@ -109,6 +109,59 @@ async def test_job_validation_names_each_bad_field(tmp_path: Path) -> None:
         assert expect(await app.client.get(url, headers=app.admin()), 200)["items"] == []
 
 
+async def test_a_job_whose_message_uses_a_field_the_snapshot_lacks_is_refused(tmp_path: Path) -> None:
+    # Every recipient would fail at send time with "recipient has no field 'city'": refused when saved.
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        world = await job_world(app, ws)  # recipients have the fields mobile and name
+        url = ws_url(ws, "jobs")
+        templated = await create_message(
+            app,
+            ws,
+            "city news",
+            {
+                **HTTP_CONTENT,
+                "path": "/cities/{{city}}",
+                "headers": {"X-Greeting": "Hello {{name}}", "X-Zip": "{{ zip }}"},
+            },
+        )
+
+        refused = await app.client.post(
+            url, headers=app.admin(), json=job_body({**world, "messageId": templated["id"]})
+        )
+
+        assert await _errors(refused) == [("/audienceSnapshotId", "VARIABLE_NOT_IN_AUDIENCE")]
+        message = refused.json()["errors"][0]["message"]
+        assert "{{city}}, {{zip}}" in message
+        assert "mobile, name" in message
+        assert expect(await app.client.get(url, headers=app.admin()), 200)["items"] == []
+
+        # The same check holds for an update that switches to that message.
+        job = expect(await app.client.post(url, headers=app.admin(), json=job_body(world)), 201)
+        switched = await app.client.put(
+            ws_url(ws, "jobs", job["id"]),
+            headers=app.admin(),
+            json=job_body({**world, "messageId": templated["id"]}, version=1),
+        )
+        assert await _errors(switched) == [("/audienceSnapshotId", "VARIABLE_NOT_IN_AUDIENCE")]
+
+        # A revision that uses only fields the recipients have is accepted.
+        expect(
+            await app.client.post(
+                ws_url(ws, "messages", templated["id"], "revisions"),
+                headers=app.admin(),
+                json={"content": {**HTTP_CONTENT, "path": "/people/{{name}}"}, "basedOnRevision": 1},
+            ),
+            201,
+        )
+        accepted = await app.client.post(
+            url,
+            headers=app.admin(),
+            json=job_body({**world, "messageId": templated["id"]}, name="people", messageRevision=2),
+        )
+        expect(accepted, 201)
+
+
 async def test_referenced_resources_cannot_be_deleted_until_the_job_is_gone(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

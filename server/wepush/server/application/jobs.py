@@ -2,7 +2,8 @@
 
 A job names what to send (a message revision), to whom (an audience snapshot), through which account and
 how (execution policies). Every reference must exist in the job's workspace and the account and message
-must use the same provider; policies are completed with the service defaults and checked by the engine's
+must use the same provider, and every ``{{variable}}`` of the message revision must be a field of the
+snapshot's recipients (otherwise each of them would fail at send time); policies are completed with the service defaults and checked by the engine's
 rules. Each refusal is a 400 whose field issues point at the offending request member.
 """
 
@@ -13,18 +14,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._job_policies import policies_from_request
+from wepush.server.application._job_variables import template_variables
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
     Account,
+    AudienceSnapshot,
     Job,
     JsonObject,
     Keyset,
     Message,
+    MessageRevision,
     NotFound,
     Page,
     PageRequest,
@@ -34,6 +39,8 @@ from wepush.server.domain import (
 __all__ = ["JobDefinition", "JobService", "JobView"]
 
 _RESOURCE: Final = "JOB"
+#: Names listed in a field issue at most (a snapshot may have up to 200 fields).
+_NAMED_AT_MOST: Final = 20
 _DEFINITION_FIELDS: Final = (
     "name",
     "description",
@@ -80,7 +87,30 @@ async def _found(lookup: Any, field: str, what: str, issues: list[FieldIssue]) -
         return None
 
 
-async def _check_references(uow: UnitOfWork, workspace_id: str, definition: JobDefinition) -> str:
+def _variables_missing(
+    catalog: ProviderCatalog, provider_id: str, revision: MessageRevision, snapshot: AudienceSnapshot
+) -> FieldIssue | None:
+    """The issue of a revision whose placeholders name fields the snapshot's recipients do not have."""
+    factory = catalog.get(provider_id)
+    if factory is None:
+        return None  # a provider gone from the catalog is refused with 503 when a run starts
+    used = template_variables(factory.descriptor().schemas.message, revision.content)
+    missing = sorted(used - set(snapshot.fields))
+    if not missing:
+        return None
+    named = ", ".join("{{" + name + "}}" for name in missing[:_NAMED_AT_MOST])
+    have = ", ".join(snapshot.fields[:_NAMED_AT_MOST]) or "none"
+    return FieldIssue(
+        "/audienceSnapshotId",
+        "VARIABLE_NOT_IN_AUDIENCE",
+        f"message revision {revision.revision} uses {named}, which the snapshot's recipients do not "
+        f"have (their fields: {have})",
+    )
+
+
+async def _check_references(
+    uow: UnitOfWork, workspace_id: str, definition: JobDefinition, catalog: ProviderCatalog
+) -> str:
     """The provider shared by account and message, or :class:`ValidationFailed` naming every bad field."""
     issues: list[FieldIssue] = []
     account: Account | None = await _found(
@@ -89,14 +119,15 @@ async def _check_references(uow: UnitOfWork, workspace_id: str, definition: JobD
     message: Message | None = await _found(
         uow.messages.get(workspace_id, definition.message_id), "/messageId", "message", issues
     )
+    revision: MessageRevision | None = None
     if message is not None:
-        await _found(
+        revision = await _found(
             uow.messages.get_revision(workspace_id, message.id, definition.message_revision),
             "/messageRevision",
             "revision of this message",
             issues,
         )
-    snapshot = await _found(
+    snapshot: AudienceSnapshot | None = await _found(
         uow.audiences.get_snapshot(workspace_id, definition.audience_snapshot_id, of_live_audience=True),
         "/audienceSnapshotId",
         "audience snapshot",
@@ -117,6 +148,10 @@ async def _check_references(uow: UnitOfWork, workspace_id: str, definition: JobD
                 f"the message uses provider {message.provider_id} but the account uses {account.provider_id}",
             )
         )
+    if not issues and account is not None and revision is not None and snapshot is not None:
+        unknown = _variables_missing(catalog, account.provider_id, revision, snapshot)
+        if unknown is not None:
+            issues.append(unknown)
     if issues or account is None:
         raise ValidationFailed("The job's references are invalid.", issues)
     return account.provider_id
@@ -192,7 +227,7 @@ class JobService:
 
                 async def create_job() -> Outcome:
                     await ensure_workspace(uow, principal, workspace_id)
-                    provider_id = await _check_references(uow, workspace_id, definition)
+                    provider_id = await _check_references(uow, workspace_id, definition, self._deps.catalog)
                     job = await uow.jobs.add(
                         Job(
                             workspace_id=workspace_id,
@@ -245,7 +280,7 @@ class JobService:
         async with self._deps.uow() as uow:
             await ensure_workspace(uow, principal, workspace_id)
             current = await uow.jobs.get(workspace_id, job_id)
-            provider_id = await _check_references(uow, workspace_id, definition)
+            provider_id = await _check_references(uow, workspace_id, definition, self._deps.catalog)
             replacement = dataclasses.replace(
                 current,
                 name=definition.name,
