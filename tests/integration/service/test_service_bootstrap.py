@@ -42,6 +42,26 @@ async def test_first_start_writes_a_private_bootstrap_token_and_master_key(
         assert response.status_code == 404
 
 
+async def test_the_bootstrap_token_is_never_written_through_a_symbolic_link(tmp_path: Path) -> None:
+    config = standalone_config(tmp_path)
+    elsewhere = tmp_path / "attacker-readable.txt"
+    config.security.bootstrap_token_file.parent.mkdir(parents=True)
+    config.security.bootstrap_token_file.symlink_to(elsewhere)
+
+    with pytest.raises(RuntimeError, match="cannot write the bootstrap token file"):
+        async with running_app(config):
+            pass
+
+    assert not elsewhere.exists()
+    # Nothing was issued that nobody holds: once the link is gone, the next start issues the token.
+    config.security.bootstrap_token_file.unlink()
+    async with running_app(config) as app:
+        assert app.admin_token is not None
+        listed = await app.client.get("/api/v1/workspaces", headers=app.admin())
+        assert listed.status_code == 200
+        assert _mode(config.security.bootstrap_token_file) == 0o600
+
+
 async def test_the_bootstrap_token_creation_is_audited_as_the_system(tmp_path: Path) -> None:
     config = standalone_config(tmp_path)
     async with running_app(config) as app:

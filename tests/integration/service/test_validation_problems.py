@@ -139,3 +139,52 @@ async def test_a_method_the_resource_does_not_have_is_405_naming_the_allowed_one
     assert response.status_code == 405
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.headers["allow"] == "GET, POST"
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"name": NaN}', "NaN or infinite"),
+        (b'{"name": -Infinity}', "NaN or infinite"),
+        (b'{"name": 1e400}', "NaN or infinite"),
+        (b'{"name": ' + b"9" * 5000 + b"}", "too many digits"),
+        (b'{"name": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "nested deeper than 64 levels"),
+        (b'{"name": ' + b"[" * 200 + b"]" * 200 + b"}", "nested deeper than 64 levels"),
+    ],
+    ids=["nan", "infinity", "overflowing-float", "5000-digits", "nested-50000", "nested-200"],
+)
+async def test_json_python_reads_but_json_does_not_allow_is_a_400(
+    tmp_path: Path, body: bytes, says: str
+) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        response = await app.client.post(
+            "/api/v1/workspaces", content=body, headers={**app.admin(), "Content-Type": "application/json"}
+        )
+        assert response.status_code == 400, response.text
+        assert response.json()["code"] == "VALIDATION_FAILED"
+        assert says in response.json()["detail"]
+
+
+async def test_an_instant_beyond_what_a_datetime_holds_in_utc_is_a_400(tmp_path: Path) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        workspace_id = await _workspace_id(app)
+        base = f"/api/v1/workspaces/{workspace_id}"
+        early = "0001-01-01T00:00:00+14:00"
+        late = "9999-12-31T23:59:59-14:00"
+        responses = [
+            await app.client.get(f"{base}/runs", params={"createdBefore": early}, headers=app.admin()),
+            await app.client.get(
+                f"{base}/audit-events", params={"occurredBefore": early}, headers=app.admin()
+            ),
+            await app.client.post(
+                f"{base}/api-tokens",
+                json={"name": "far future", "role": "VIEWER", "expiresAt": late},
+                headers=app.admin(),
+            ),
+        ]
+        assert [(r.status_code, r.json()["code"]) for r in responses] == [(400, "VALIDATION_FAILED")] * 3
+        # The same instants written in UTC's own range are fine.
+        ok = await app.client.get(
+            f"{base}/runs", params={"createdBefore": "0001-01-01T00:00:00+00:00"}, headers=app.admin()
+        )
+        assert ok.status_code == 200

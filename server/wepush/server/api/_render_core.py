@@ -45,9 +45,11 @@ def parse_instant(text: str) -> datetime | None:
     """A timezone-aware instant from ISO-8601 text, or None when it is not one."""
     try:
         value = datetime.fromisoformat(text)
-    except ValueError:
+        # In UTC, as it is compared and stored: 0001-01-01T00:00+14:00 lies before the first instant
+        # a datetime can hold, and is refused like any other unreadable time.
+        return value.astimezone(UTC) if value.utcoffset() is not None else None
+    except (ValueError, OverflowError):
         return None
-    return value if value.utcoffset() is not None else None
 
 
 def render_workspace(workspace: Workspace) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -39,6 +40,41 @@ _MAX_NAME = 64
 _SAFE_MESSAGES = frozenset({"required", "additionalProperties", "minProperties", "maxProperties"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSTORABLE_RULE = "must not contain NUL (\\u0000) or an unpaired surrogate (\\ud800-\\udfff)"
+
+
+#: Objects and arrays nested deeper than this are refused; no request of the contract comes close.
+MAX_JSON_DEPTH = 64
+
+
+class _NotANumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a body: Python's reader accepts them, JSON does not."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotANumber(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotANumber(text)  # 1e400 reads as infinity
+    return value
+
+
+def _deeper_than(document: Any, limit: int, text: str) -> bool:
+    """Whether objects and arrays nest deeper than ``limit`` (walked without recursion)."""
+    if text.count("{") + text.count("[") <= limit:
+        return False  # too few brackets to nest that deep, whatever the strings hold
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _path(error: ValidationError) -> str:
@@ -124,12 +160,22 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
         if not text:
             return None
         try:
-            document = json.loads(text)
+            document = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
         except json.JSONDecodeError as exc:
             # Position only: the message of JSONDecodeError never includes the document.
             raise BadRequestProblem(
                 detail=f"/: malformed JSON at line {exc.lineno} column {exc.colno}"
             ) from None
+        except _NotANumber:
+            raise BadRequestProblem(detail="/: a number in the body is NaN or infinite") from None
+        except ValueError:
+            # Python refuses to convert integers of more than 4,300 digits (CVE-2020-10735).
+            raise BadRequestProblem(detail="/: a number in the body has too many digits") from None
+        except RecursionError:
+            raise BadRequestProblem(detail=f"/: nested deeper than {MAX_JSON_DEPTH} levels") from None
+        if _deeper_than(document, MAX_JSON_DEPTH, text):
+            # Every later step (schemas, canonical JSON, the database) walks the document recursively.
+            raise BadRequestProblem(detail=f"/: nested deeper than {MAX_JSON_DEPTH} levels")
         # Only a \u escape can put NUL or a lone surrogate into a JSON string.
         if "\\u" in text:
             where = unstorable_text(document)

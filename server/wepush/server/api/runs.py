@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote
 
 from connexion.lifecycle import ConnexionResponse
@@ -223,16 +224,22 @@ async def get_run_command(workspace_id: str, run_id: str, command_id: str) -> Co
 # --- events -------------------------------------------------------------------------------------------
 
 
+_SEQUENCE: Final = re.compile(r"[0-9]{1,19}")
+_MAX_SEQUENCE: Final = 2**63 - 1
+
+
 def _last_event_id() -> int | None:
     raw = header("Last-Event-ID")
     if raw is None:
         return None
-    if not raw.strip().isdigit():
+    text = raw.strip()
+    # ASCII digits only (str.isdigit also accepts "²"), and within the 64-bit sequence column.
+    if not _SEQUENCE.fullmatch(text) or int(text) > _MAX_SEQUENCE:
         raise ValidationFailed(
             "Last-Event-ID must be an event sequence.",
-            [FieldIssue("Last-Event-ID", "INVALID", "must be a non-negative integer")],
+            [FieldIssue("Last-Event-ID", "INVALID", f"must be an integer from 0 to {_MAX_SEQUENCE}")],
         )
-    return int(raw.strip())
+    return int(text)
 
 
 async def stream_run_events(

@@ -132,21 +132,25 @@ class SystemBootstrap:
             confirmation_key=await self._system_key(workspace_id, "confirmation-key"),
         )
 
-    async def ensure_bootstrap_admin(self, workspace_id: str, hasher: TokenHasher) -> str | None:
+    async def ensure_bootstrap_admin(
+        self, workspace_id: str, hasher: TokenHasher, deliver: Callable[[str], None]
+    ) -> bool:
         """Create the first SYSTEM_ADMIN token when the Service has no token at all.
 
-        Returns the plaintext once (the caller writes it to a 0600 file); None when tokens already exist.
+        ``deliver`` hands the plaintext over (the Service writes it to a 0600 file) before the token is
+        committed: a token that could not be delivered is rolled back, so the next start issues one
+        again, instead of leaving a Service nobody can sign in to. False when tokens already exist.
         """
         async with self._uow(read_only=True) as uow:
             existing = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=1))
         if existing.items:
-            return None
+            return False
         issued = hasher.issue(TokenKind.USER)
         now = self._clock()
         async with self._uow() as uow:
             again = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=1))
             if again.items:
-                return None
+                return False
             stored = await uow.api_tokens.add(
                 ApiToken(
                     workspace_id=workspace_id,
@@ -170,4 +174,5 @@ class SystemBootstrap:
                 fields=["name", "role"],
                 summary="Bootstrap API token created with the SYSTEM_ADMIN role",
             )
-        return issued.plaintext
+            deliver(issued.plaintext)
+        return True

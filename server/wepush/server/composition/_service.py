@@ -191,17 +191,26 @@ def preflight(config: ServiceConfig) -> None:
 def write_bootstrap_token(path: Path, token: str) -> None:
     """Write the first admin token to a 0600 file; only the path is ever logged."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # Never through a symbolic link: one planted at the path would send the token wherever it points.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise StartupRefused(f"cannot write the bootstrap token file {path}: {exc.strerror}") from None
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)  # a file that already existed keeps its mode otherwise
         handle.write(token + "\n")
-    os.chmod(path, 0o600)
 
 
 def _register_configured_secrets(config: ServiceConfig) -> None:
     """Secrets that come from the configuration, scrubbed from every log line and error detail from the
     start (a library's debug output or an exception may quote them)."""
     redactor = get_redactor()
-    for value in (config.artifacts.s3.secret_access_key, make_url(config.database.url).password):
+    database = make_url(config.database.url)
+    # A password may also travel as a connection option, ?password=… (libpq, asyncpg).
+    optional = database.query.get("password")
+    options = [optional] if isinstance(optional, str) else list(optional or ())
+    for value in (config.artifacts.s3.secret_access_key, database.password, *options):
         if value:
             redactor.add_secret_value(str(value))
 
@@ -294,21 +303,27 @@ class ServiceRuntime:
         self.uow = SqlUnitOfWorkFactory(self.engine)
         self._checks()
         try:
-            async with self.uow(read_only=True) as uow:
-                sealed = await uow.secret_records.count_by_key_version()
-            ring = load_key_ring(config, sealed)
+            await self._open(self.uow, self.artifact_store)
         except BaseException:
-            # A refused start never reaches stop(): close the pooled connection that read the secrets.
-            await self.engine.dispose()
+            # A refused start never reaches stop() from the server: release what it opened, pooled
+            # database connections first (left to the garbage collector, they warn in whatever runs next).
+            await self.stop()
             raise
+
+    async def _open(self, uow_factory: SqlUnitOfWorkFactory, artifacts: ArtifactStore) -> None:
+        config = self.config
+        async with uow_factory(read_only=True) as uow:
+            sealed = await uow.secret_records.count_by_key_version()
+        ring = load_key_ring(config, sealed)
         store = LocalEnvelopeSecretStore(ring, reload=lambda: reload_key_ring(config))
-        bootstrap = SystemBootstrap(self.uow, store, utc_now)
+        bootstrap = SystemBootstrap(uow_factory, store, utc_now)
         workspace = await bootstrap.ensure_default_workspace()
         keys = await bootstrap.server_keys(workspace.id)
         hasher = TokenHasher(keys.token_pepper)
-        token = await bootstrap.ensure_bootstrap_admin(workspace.id, hasher)
-        if token is not None:
-            write_bootstrap_token(config.security.bootstrap_token_file, token)
+        token_file = config.security.bootstrap_token_file
+        if await bootstrap.ensure_bootstrap_admin(
+            workspace.id, hasher, lambda token: write_bootstrap_token(token_file, token)
+        ):
             self.bootstrap_token_written = True
             _log.warning(
                 "bootstrap admin token written to %s (mode 0600)",
@@ -317,7 +332,7 @@ class ServiceRuntime:
             )
         await self._audit_rejected_plugins(workspace.id)
         self.deps = ServiceDeps(
-            uow=self.uow,
+            uow=uow_factory,
             clock=utc_now,
             auditor=Auditor(utc_now),
             catalog=self.catalog,
@@ -332,17 +347,17 @@ class ServiceRuntime:
             redactor=get_redactor(),
         )
         self.events = RunEventBroker(
-            StoredRunEvents(self.uow), poll_interval=config.events.progress_interval.total_seconds()
+            StoredRunEvents(uow_factory), poll_interval=config.events.progress_interval.total_seconds()
         )
         run_ports = RunPorts(
             confirmation_key=keys.confirmation_key,
             notifier=self.notifier,
             events=self.events,
-            artifacts=self.artifact_store,
+            artifacts=artifacts,
             sse_heartbeat=config.events.sse_heartbeat,
         )
         self.services.started = StartedServices(
-            auth=TokenAuthenticator(self.uow, hasher, utc_now),
+            auth=TokenAuthenticator(uow_factory, hasher, utc_now),
             cursors=CursorCodec(keys.cursor_key),
             resources=ResourceServices.build(self.deps, run_ports=run_ports),
             budget=RequestBudget(
@@ -351,13 +366,13 @@ class ServiceRuntime:
         )
         # Every instance sweeps; the sweep's updates and deletes are conditional and idempotent.
         self.import_retention = asyncio.create_task(
-            ImportRetention(self.uow, utc_now).run_every(IMPORT_RETENTION_INTERVAL),
+            ImportRetention(uow_factory, utc_now).run_every(IMPORT_RETENTION_INTERVAL),
             name="import-retention",
         )
         # Expired artifacts and uploads whose writer died: the Service's own duty, so an instance without
         # an embedded agent (or one whose agent failed) still keeps the store clean.
         self.artifact_retention = asyncio.create_task(
-            ArtifactRetention(self.uow, self.artifact_store, utc_now).run_every(ARTIFACT_RETENTION_INTERVAL),
+            ArtifactRetention(uow_factory, artifacts, utc_now).run_every(ARTIFACT_RETENTION_INTERVAL),
             name="artifact-retention",
         )
         if config.agent.embedded_enabled:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
@@ -13,18 +13,20 @@ MASK = "******"
 _SECRET_KEYS = frozenset({"secret-access-key", "password", "token", "master-key"})
 
 
+#: ``scheme://user:password@rest`` as SQLAlchemy reads it: the password runs to the first ``@`` and
+#: may hold ``#``, ``/`` or ``?``, which a URL parser would take for the start of the fragment, path or
+#: query (and then show the password).
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:@/]*):(?P<password>[^@]*)@", re.DOTALL)
+#: Query parameters that carry credentials (``?password=…`` is a libpq and asyncpg connection option).
+_SECRET_QUERY = re.compile(
+    r"(?P<name>[?&](?:password|passwd|secret|token|access[_-]?key|secret[_-]?access[_-]?key)=)[^&#]*",
+    re.IGNORECASE,
+)
+
+
 def _mask_url(value: str) -> str:
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        return value
-    if parts.password is None:
-        return value
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    userinfo = f"{parts.username}:{MASK}@" if parts.username else f"{MASK}@"
-    return urlunsplit((parts.scheme, userinfo + host, parts.path, parts.query, parts.fragment))
+    masked = _USERINFO.sub(lambda m: f"{m['head']}:{MASK}@", value, count=1)
+    return _SECRET_QUERY.sub(lambda m: m["name"] + MASK, masked)
 
 
 def _mask(node: Any, key: str | None = None) -> Any:
