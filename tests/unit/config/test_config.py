@@ -213,3 +213,28 @@ def test_an_unknown_key_is_named_without_its_value(tmp_path: Path) -> None:
 
     assert str(raised.value).endswith("wepush.server: unknown key(s) 'prot'")
     assert "hunter2-value" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+asyncpg://wepush:pa#ss-Hidden@db.example.com/wepush",
+        "postgresql+asyncpg://wepush:p/a?s-Hidden@db.example.com:5432/wepush?ssl=require",
+        "postgresql+asyncpg://wepush@db.example.com/wepush?ssl=require&password=pass-Hidden",
+    ],
+    ids=["hash", "slash-and-question-mark", "query-option"],
+)
+def test_a_database_password_is_masked_as_sqlalchemy_reads_the_url(tmp_path: Path, url: str) -> None:
+    # urlsplit would take "#", "/" or "?" in a password for the start of the fragment, path or query.
+    config = load_config(
+        environ={
+            "WEPUSH_MODE": "server",
+            "WEPUSH_DATABASE_TYPE": "postgresql",
+            "WEPUSH_DATABASE_URL": url,
+            "WEPUSH_DATA_DIR": str(tmp_path),
+        }
+    )
+    rendered = render_effective_config(config)
+    assert "Hidden" not in rendered
+    assert "db.example.com" in rendered
+    assert "******" in rendered
