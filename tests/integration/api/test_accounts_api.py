@@ -32,14 +32,15 @@ async def test_account_crud_reports_secrets_as_status_only(tmp_path: Path) -> No
         assert got.status_code == 200
         assert got.json() == created
 
-        update = http_account("orders-renamed", base_url="https://api2.example.com", value=None)
+        # Same destination, so the stored secret may be kept (a new baseUrl would need it sent again).
+        update = http_account("orders-renamed", value=None, requestTimeout="PT7S")
         update.pop("providerId")
         update["secrets"] = {"http-account-token": {"operation": "KEEP"}}
         update["version"] = 1
         updated = await app.client.put(accounts_url(ws, created["id"]), headers=app.admin(), json=update)
         assert updated.status_code == 200, updated.text
         assert updated.json()["name"] == "orders-renamed"
-        assert updated.json()["config"]["baseUrl"] == "https://api2.example.com"
+        assert updated.json()["config"]["requestTimeout"] == "PT7S"
         assert updated.json()["version"] == 2
         assert updated.json()["secrets"] == created["secrets"]  # KEEP: same secret, same change time
 

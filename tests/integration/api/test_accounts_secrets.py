@@ -6,6 +6,7 @@ import base64
 import logging
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +20,7 @@ from tests.integration.api._support import (
     create_account,
     default_workspace,
     http_account,
+    issue_token,
     loopback_catalog,
     service,
     uow,
@@ -88,6 +90,51 @@ async def test_keep_retains_omitted_removes_and_replace_rotates(tmp_path: Path) 
             records = await tx.secret_records.list_for_owner(ws, "ACCOUNT", created["id"])
         # A replacement is a new record version, so the old ciphertext can never be put back.
         assert [(r.name, r.record_version) for r in records] == [("http-account-token", 2)]
+
+
+async def test_pointing_an_account_elsewhere_needs_its_kept_secrets_sent_again(tmp_path: Path) -> None:
+    # Otherwise an OPERATOR could aim the account at a server of their own and have the next connection
+    # test or Run hand it the stored token, which nobody may read back through the API.
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        operator = await issue_token(app, ws, "OPERATOR")
+        created = await create_account(app, ws, _two_secret_account())
+        url = accounts_url(ws, created["id"])
+        keep_both = {"http-account-token": {"operation": "KEEP"}, "spare": {"operation": "KEEP"}}
+
+        async def put(config: dict[str, Any], secrets: dict[str, Any], version: int) -> httpx.Response:
+            return await app.client.put(
+                url,
+                headers=operator[1],
+                json={"name": created["name"], "config": config, "secrets": secrets, "version": version},
+            )
+
+        for moved in (
+            {"baseUrl": "https://collector.attacker.example"},
+            {"allowedCidrs": ["10.0.0.0/8"]},
+            {"tlsVerify": False},
+            {"allowRedirects": True},
+        ):
+            refused = await put({**created["config"], **moved}, keep_both, 1)
+            assert refused.status_code == 400, refused.text
+            problem = refused.json()
+            assert [(e["field"], e["code"]) for e in problem["errors"]] == [
+                ("/secrets/http-account-token", "SECRET_REENTRY_REQUIRED"),
+                ("/secrets/spare", "SECRET_REENTRY_REQUIRED"),
+            ]
+            assert f"config/{next(iter(moved))}" in problem["errors"][0]["message"]
+        resolver = await _resolver(app, ws, created["id"])
+        assert await _reveal(resolver, "http-account-token") == SECRET_VALUE
+
+        # A change that keeps the destination may KEEP; a move that sends the secrets again is accepted.
+        timeout = await put({**created["config"], "requestTimeout": "PT9S"}, keep_both, 1)
+        assert timeout.status_code == 200, timeout.text
+        moved_with_secrets = await put(
+            {**created["config"], "baseUrl": "https://api2.example.com"},
+            {"http-account-token": {"operation": "REPLACE", "value": OTHER_SECRET_VALUE}},
+            2,
+        )
+        assert moved_with_secrets.status_code == 200, moved_with_secrets.text
 
 
 async def test_keep_of_an_unknown_secret_is_refused(tmp_path: Path) -> None:

@@ -113,6 +113,32 @@ def test_secret_field_with_a_default_or_without_marking_is_rejected() -> None:
     )
 
 
+def test_an_unmarked_destination_in_the_account_schema_is_rejected() -> None:
+    account = {
+        "type": "object",
+        "properties": {
+            "endpointUrl": {"type": "string"},
+            "smtp": {"type": "object", "properties": {"host": {"type": "string"}, "port": {"type": "integer"}}},
+            "callbackUrl": {"type": "string", "x-wepush-destination": True},
+            "webhookUrl": {"type": "object", "x-wepush-secret": True},
+            "timeout": {"type": "string"},
+        },
+    }
+    # The same names in a message are content (a link in a template), not where secrets go.
+    message = {"type": "object", "properties": {"url": {"type": "string"}}}
+
+    catalog = ProviderCatalog.from_factories(
+        [RelabelledFactory(schemas=schemas_with(account=account, message=message))]
+    )
+
+    [rejected] = catalog.health().rejected
+    assert rejected.reasons == (
+        "account/endpointUrl looks like a destination but lacks x-wepush-destination",
+        "account/smtp/host looks like a destination but lacks x-wepush-destination",
+        "account/smtp/port looks like a destination but lacks x-wepush-destination",
+    )
+
+
 def test_unimportable_entry_point_is_rejected_without_raising() -> None:
     broken = EntryPoint("acme.sms", "acme_missing_module:Factory", "wepush.providers")
 

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
+from wepush.server.application._accounts_destination import kept_secrets_sent_elsewhere
 from wepush.server.application._accounts_probe import (
     DEFAULT_TEST_TIMEOUT,
     MAX_TEST_TIMEOUT,
@@ -244,6 +245,11 @@ class AccountService:
         provider = AccountProvider.of(self._deps.catalog, current.provider_id)
         existing = {r.name: r for r in records}
         provider.validate(self._validators, draft.config, draft.secrets, existing)
+        moved = kept_secrets_sent_elsewhere(
+            provider.descriptor.schemas.account, current.config, draft.config, draft.secrets
+        )
+        if moved:
+            raise ValidationFailed("An account that sends its secrets elsewhere needs them sent again.", moved)
         now = self._deps.clock()
         plan = seal_secret_writes(
             self._deps.secret_store,

@@ -20,6 +20,7 @@ __all__ = [
     "PROVIDER_ID_PATTERN",
     "SCHEMA_NAMES",
     "descriptor_problems",
+    "destination_field_problems",
     "secret_field_problems",
     "walk_properties",
 ]
@@ -32,6 +33,10 @@ SCHEMA_NAMES = ("account", "message", "recipient", "ui")
 _SECRET_NAME = re.compile(
     r"(?i)^(?:.*(?:password|passwd|secret|token|credential|private[-_]?key|api[-_]?key|access[-_]?key)).*$"
 )
+
+
+# Account members that usually decide where a connection goes (and so where its secrets are sent).
+_DESTINATION_NAME = re.compile(r"(?i)^(?:.*(?:url|uri|endpoint|cidrs?)|host|hostname|server|port)$")
 
 
 def walk_properties(schema: Any, pointer: str = "") -> Iterator[tuple[str, str, Mapping[str, Any]]]:
@@ -86,6 +91,22 @@ def secret_field_problems(schema: Mapping[str, Any], schema_name: str) -> list[s
     return problems
 
 
+def destination_field_problems(schema: Mapping[str, Any], schema_name: str) -> list[str]:
+    """Destination-looking account members must say so with ``x-wepush-destination``.
+
+    The Service makes an update that changes such a member send the account's secrets again (REPLACE,
+    never KEEP), so pointing an account at another server cannot hand it the stored secrets; an
+    unmarked destination would slip past that rule.
+    """
+    return [
+        f"{schema_name}{pointer} looks like a destination but lacks x-wepush-destination"
+        for pointer, name, prop in walk_properties(schema)
+        if _DESTINATION_NAME.match(name)
+        and prop.get("x-wepush-destination") is not True
+        and prop.get("x-wepush-secret") is not True
+    ]
+
+
 def descriptor_problems(descriptor: ProviderDescriptor) -> list[str]:
     """Every reason the catalog must refuse this descriptor; empty when acceptable."""
     problems: list[str] = []
@@ -110,4 +131,6 @@ def descriptor_problems(descriptor: ProviderDescriptor) -> list[str]:
             continue
         if name != "ui":
             problems.extend(secret_field_problems(schema, name))
+        if name == "account":
+            problems.extend(destination_field_problems(schema, name))
     return problems
