@@ -118,7 +118,10 @@ def test_an_unmarked_destination_in_the_account_schema_is_rejected() -> None:
         "type": "object",
         "properties": {
             "endpointUrl": {"type": "string"},
-            "smtp": {"type": "object", "properties": {"host": {"type": "string"}, "port": {"type": "integer"}}},
+            "smtp": {
+                "type": "object",
+                "properties": {"host": {"type": "string"}, "port": {"type": "integer"}},
+            },
             "callbackUrl": {"type": "string", "x-wepush-destination": True},
             "webhookUrl": {"type": "object", "x-wepush-secret": True},
             "timeout": {"type": "string"},

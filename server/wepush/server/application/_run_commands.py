@@ -84,7 +84,9 @@ def _check_target(snapshot: RunSnapshot, target: int | None) -> int:
 async def accept_command(
     uow: UnitOfWork, workspace_id: str, run_id: str, request: CommandRequest, now: datetime
 ) -> AcceptedCommand:
-    run = await uow.runs.get(workspace_id, run_id)
+    # Held until the command is stored: a run that is finishing either waits and then answers the
+    # command (it reads pending commands after it has moved), or is seen finished here and refuses it.
+    run = await uow.runs.get(workspace_id, run_id, referencing=True)
     target_state = check_command(run.id, run.state, request.type)
     if request.type is RunCommandType.CHANGE_CONCURRENCY:
         _check_target(RunSnapshot.from_json(run.snapshot), request.target)

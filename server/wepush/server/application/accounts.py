@@ -249,7 +249,9 @@ class AccountService:
             provider.descriptor.schemas.account, current.config, draft.config, draft.secrets
         )
         if moved:
-            raise ValidationFailed("An account that sends its secrets elsewhere needs them sent again.", moved)
+            raise ValidationFailed(
+                "An account that sends its secrets elsewhere needs them sent again.", moved
+            )
         now = self._deps.clock()
         plan = seal_secret_writes(
             self._deps.secret_store,

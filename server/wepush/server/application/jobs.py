@@ -114,10 +114,16 @@ async def _check_references(
     """The provider shared by account and message, or :class:`ValidationFailed` naming every bad field."""
     issues: list[FieldIssue] = []
     account: Account | None = await _found(
-        uow.accounts.get(workspace_id, definition.account_id), "/accountId", "account", issues
+        uow.accounts.get(workspace_id, definition.account_id, referencing=True),
+        "/accountId",
+        "account",
+        issues,
     )
     message: Message | None = await _found(
-        uow.messages.get(workspace_id, definition.message_id), "/messageId", "message", issues
+        uow.messages.get(workspace_id, definition.message_id, referencing=True),
+        "/messageId",
+        "message",
+        issues,
     )
     revision: MessageRevision | None = None
     if message is not None:
@@ -135,7 +141,7 @@ async def _check_references(
     )
     if snapshot is not None:
         await _found(
-            uow.audiences.get(workspace_id, snapshot.audience_id),
+            uow.audiences.get(workspace_id, snapshot.audience_id, referencing=True),
             "/audienceSnapshotId",
             "live audience",
             issues,

@@ -213,6 +213,7 @@ class WorkspaceService:
         now = self._deps.clock()
         async with self._deps.uow() as uow:
             await ensure_workspace(uow, principal, workspace_id)
+            await uow.workspaces.get(workspace_id, for_membership_change=True)
             member = await uow.workspaces.find_member(workspace_id, user_id)
             if member is None:
                 result = await uow.workspaces.add_member(

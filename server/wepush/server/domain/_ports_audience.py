@@ -25,7 +25,11 @@ from ._resources import ResourceReferences
 class AudienceRepository(Protocol):
     async def add(self, audience: Audience) -> Audience: ...
 
-    async def get(self, workspace_id: str, audience_id: str) -> Audience: ...
+    async def get(self, workspace_id: str, audience_id: str, *, referencing: bool = False) -> Audience:
+        """The live audience, or :class:`NotFound`. ``referencing``: the caller is about to store a
+        reference to it (a job, a run); the row is then held until the transaction ends, so a delete
+        that runs at the same time waits and sees the reference (PostgreSQL ``FOR SHARE``)."""
+        ...
 
     async def list_page(
         self, workspace_id: str, page: PageRequest[Keyset], *, name: str | None = None

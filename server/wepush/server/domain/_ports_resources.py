@@ -21,7 +21,11 @@ class AccountRepository(Protocol):
         """:class:`NameAlreadyUsed` when a live account of the workspace has the name."""
         ...
 
-    async def get(self, workspace_id: str, account_id: str) -> Account: ...
+    async def get(self, workspace_id: str, account_id: str, *, referencing: bool = False) -> Account:
+        """The live account, or :class:`NotFound`. ``referencing``: the caller is about to store a
+        reference to it (a job, a run); the row is then held until the transaction ends, so a delete
+        that runs at the same time waits and sees the reference (PostgreSQL ``FOR SHARE``)."""
+        ...
 
     async def list_page(
         self,
@@ -50,7 +54,11 @@ class MessageRepository(Protocol):
         """Insert the message with its first revision."""
         ...
 
-    async def get(self, workspace_id: str, message_id: str) -> Message: ...
+    async def get(self, workspace_id: str, message_id: str, *, referencing: bool = False) -> Message:
+        """The live message, or :class:`NotFound`. ``referencing``: the caller is about to store a
+        reference to it (a job, a run); the row is then held until the transaction ends, so a delete
+        that runs at the same time waits and sees the reference (PostgreSQL ``FOR SHARE``)."""
+        ...
 
     async def list_page(
         self,
@@ -89,7 +97,11 @@ class MessageRepository(Protocol):
 class JobRepository(Protocol):
     async def add(self, job: Job) -> Job: ...
 
-    async def get(self, workspace_id: str, job_id: str) -> Job: ...
+    async def get(self, workspace_id: str, job_id: str, *, referencing: bool = False) -> Job:
+        """The live job, or :class:`NotFound`. ``referencing``: the caller is about to store a
+        reference to it (a job, a run); the row is then held until the transaction ends, so a delete
+        that runs at the same time waits and sees the reference (PostgreSQL ``FOR SHARE``)."""
+        ...
 
     async def list_page(
         self, workspace_id: str, page: PageRequest[Keyset], *, name: str | None = None

@@ -21,8 +21,10 @@ class WorkspaceRepository(Protocol):
         """Insert; :class:`NameAlreadyUsed` when the name is taken."""
         ...
 
-    async def get(self, workspace_id: str) -> Workspace:
-        """:class:`NotFound` when absent."""
+    async def get(self, workspace_id: str, *, for_membership_change: bool = False) -> Workspace:
+        """:class:`NotFound` when absent. ``for_membership_change`` holds the row until the transaction
+        ends (PostgreSQL ``FOR UPDATE``), so membership changes of one workspace run one at a time and
+        two admins demoting each other cannot both see the other as the remaining admin."""
         ...
 
     async def find_by_name(self, name: str) -> Workspace | None: ...

@@ -325,7 +325,8 @@ async def snapshot_for_job(
 ) -> RunSnapshot:
     """Load a job's account, message revision, audience snapshot and secret versions inside the caller's
     unit of work (the run-creation transaction) and freeze them."""
-    job = await uow.jobs.get(workspace_id, job_id)
+    # Held until the run is stored: the job cannot change accounts or be deleted under it meanwhile.
+    job = await uow.jobs.get(workspace_id, job_id, referencing=True)
     account = await uow.accounts.get(workspace_id, job.account_id)
     revision = await uow.messages.get_revision(workspace_id, job.message_id, job.message_revision)
     audience = await uow.audiences.get_snapshot(workspace_id, job.audience_snapshot_id)

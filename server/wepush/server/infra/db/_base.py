@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import ColumnElement, Select, Table, and_, exists, or_, select, update
 from sqlalchemy.engine import RowMapping
@@ -15,6 +15,10 @@ from wepush.server.domain import Clock, Keyset, NotFound, Page, PageRequest, Ver
 T = TypeVar("T")
 
 _UNIQUE_VIOLATION = "23505"
+
+#: ``share``: the caller is about to store a reference to the row, which must not be deleted or changed
+#: before it commits; ``update``: the caller is about to change or delete the row.
+RowLock = Literal["share", "update"]
 
 
 def is_unique_violation(error: IntegrityError) -> bool:
@@ -52,9 +56,19 @@ class SqlRepository:
         return bool(await self._conn.scalar(select(exists().where(*criteria))))
 
     async def _get_row(
-        self, table: Table, resource_type: str, resource_id: str, *criteria: ColumnElement[bool]
+        self,
+        table: Table,
+        resource_type: str,
+        resource_id: str,
+        *criteria: ColumnElement[bool],
+        lock: RowLock | None = None,
     ) -> RowMapping:
-        row = await self._one(select(table).where(table.c.id == resource_id, *criteria))
+        """The row, or :class:`NotFound`. ``lock`` holds it until the transaction ends on PostgreSQL
+        (``FOR SHARE`` / ``FOR UPDATE``); SQLite needs none, its writers already run one at a time."""
+        stmt = select(table).where(table.c.id == resource_id, *criteria)
+        if lock is not None:
+            stmt = stmt.with_for_update(read=lock == "share")
+        row = await self._one(stmt)
         if row is None:
             raise NotFound(resource_type, resource_id)
         return row

@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, Table
 
 from wepush.server.domain import Keyset, NameAlreadyUsed, Page, PageRequest, ResourceInUse, ResourceReferences
 
-from ._base import SqlRepository
+from ._base import RowLock, SqlRepository
 from ._mapping import RowMapper
 from ._text_match import contains_folded
 
@@ -57,10 +57,18 @@ class LiveResources(SqlRepository, ABC, Generic[E]):
         await self._insert(self.table, self.mapper.to_values(entity), self._duplicate_name(entity))
         return entity
 
-    async def get(self, workspace_id: str, resource_id: str) -> E:
+    async def get(self, workspace_id: str, resource_id: str, *, referencing: bool = False) -> E:
+        return await self._live(workspace_id, resource_id, lock="share" if referencing else None)
+
+    async def _live(self, workspace_id: str, resource_id: str, *, lock: RowLock | None) -> E:
         table = self.table
         row = await self._get_row(
-            table, self.kind, resource_id, table.c.workspace_id == workspace_id, table.c.deleted_at.is_(None)
+            table,
+            self.kind,
+            resource_id,
+            table.c.workspace_id == workspace_id,
+            table.c.deleted_at.is_(None),
+            lock=lock,
         )
         return self.mapper.from_row(row)
 
@@ -109,8 +117,14 @@ class LiveResources(SqlRepository, ABC, Generic[E]):
         """What still uses the resource (jobs, runs, schedules …): a delete is refused while any does."""
 
     async def delete(self, workspace_id: str, resource_id: str, expected_version: int) -> None:
-        """Refused with :class:`ResourceInUse` while referenced; otherwise marks ``deleted_at``."""
-        await self.get(workspace_id, resource_id)
+        """Refused with :class:`ResourceInUse` while referenced; otherwise marks ``deleted_at``.
+
+        The row is locked before the references are counted: a transaction that is storing a reference
+        holds the row ``FOR SHARE`` (``get(..., referencing=True)``), so on PostgreSQL the delete waits
+        for it to commit and then counts its reference, instead of counting before it and deleting what
+        a new job or run points at.
+        """
+        await self._live(workspace_id, resource_id, lock="update")
         found = await self.references(workspace_id, resource_id)
         if found.any:
             raise ResourceInUse(self.kind, resource_id, found)

@@ -127,8 +127,11 @@ class SqlRunRepository(SqlRepository):
         )
         return run_
 
-    async def get(self, workspace_id: str, run_id: str) -> Run:
-        return _RUN.from_row(await self._get_row(run, "run", run_id, run.c.workspace_id == workspace_id))
+    async def get(self, workspace_id: str, run_id: str, *, referencing: bool = False) -> Run:
+        row = await self._get_row(
+            run, "run", run_id, run.c.workspace_id == workspace_id, lock="share" if referencing else None
+        )
+        return _RUN.from_row(row)
 
     async def find_by_idempotency_key(self, workspace_id: str, key_hash: str) -> Run | None:
         row = await self._one(

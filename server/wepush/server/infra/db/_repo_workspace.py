@@ -21,7 +21,7 @@ from wepush.server.domain import (
     WorkspaceMember,
 )
 
-from ._base import SqlRepository
+from ._base import RowLock, SqlRepository
 from ._mapping import RowMapper
 from ._tables_core import api_token, secret_record, workspace, workspace_member
 from ._text_match import contains_folded
@@ -43,8 +43,9 @@ class SqlWorkspaceRepository(SqlRepository):
         )
         return workspace_
 
-    async def get(self, workspace_id: str) -> Workspace:
-        return _WORKSPACE.from_row(await self._get_row(workspace, "workspace", workspace_id))
+    async def get(self, workspace_id: str, *, for_membership_change: bool = False) -> Workspace:
+        lock: RowLock | None = "update" if for_membership_change else None
+        return _WORKSPACE.from_row(await self._get_row(workspace, "workspace", workspace_id, lock=lock))
 
     async def find_by_name(self, name: str) -> Workspace | None:
         row = await self._one(select(workspace).where(workspace.c.name == name))
