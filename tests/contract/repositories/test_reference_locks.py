@@ -8,16 +8,13 @@ wait would never be seen and the test fails. SQLite needs none of this: its writ
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable
-from typing import TypeVar
+from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.contract.repositories._world import build_world, new_account, new_run
-from tests.fixtures.db import SteppingClock
+from tests.fixtures.db import SteppingClock, waiting_on_a_lock
 from wepush.server.domain import (
     Job,
     PageRequest,
@@ -27,10 +24,6 @@ from wepush.server.domain import (
     RunState,
 )
 from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
-
-T = TypeVar("T")
-#: How long a competing write may take to start waiting (it only has to reach the database).
-_BLOCK_DEADLINE_S = 30.0
 
 
 @pytest.fixture
@@ -47,30 +40,6 @@ def pg_uow(pg_engine: AsyncEngine, db_clock: SteppingClock) -> SqlUnitOfWorkFact
     return SqlUnitOfWorkFactory(pg_engine, clock=db_clock)
 
 
-async def _blocked(engine: AsyncEngine, competing: Awaitable[T]) -> asyncio.Task[T]:
-    """Start ``competing`` and return once PostgreSQL shows a session of this database waiting on a lock."""
-    task = asyncio.ensure_future(competing)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + _BLOCK_DEADLINE_S
-    async with engine.connect() as probe:
-        while True:
-            waiting = await probe.scalar(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-                )
-            )
-            await probe.rollback()  # a fresh snapshot for the next look
-            if waiting:
-                return task
-            if task.done():
-                pytest.fail(f"the competing write did not wait for the held row: {task!r}")
-            if loop.time() > deadline:
-                task.cancel()
-                pytest.fail("the competing write never started waiting")
-            await asyncio.sleep(0.01)  # polling a condition, not timing the test
-
-
 async def test_an_account_delete_waits_for_the_job_being_created_and_then_sees_it(
     pg_engine: AsyncEngine, pg_uow: SqlUnitOfWorkFactory, db_clock: SteppingClock
 ) -> None:
@@ -85,7 +54,7 @@ async def test_an_account_delete_waits_for_the_job_being_created_and_then_sees_i
 
     async with pg_uow() as creating:
         await creating.accounts.get(world.workspace.id, spare.id, referencing=True)
-        deleting = await _blocked(pg_engine, delete_spare())
+        deleting = await waiting_on_a_lock(pg_engine, delete_spare())
         await creating.jobs.add(
             Job(
                 workspace_id=world.workspace.id,
@@ -115,7 +84,7 @@ async def test_a_job_delete_waits_for_the_run_being_started_and_then_sees_it(
 
     async with pg_uow() as starting:
         await starting.jobs.get(world.workspace.id, world.job.id, referencing=True)
-        deleting = await _blocked(pg_engine, delete_job())
+        deleting = await waiting_on_a_lock(pg_engine, delete_job())
         await starting.runs.add(new_run(world, db_clock.now))
 
     with pytest.raises(ResourceInUse):
@@ -141,7 +110,7 @@ async def test_a_run_finishing_while_a_command_is_accepted_waits_and_then_sees_t
 
     async with pg_uow() as commanding:
         await commanding.runs.get(world.workspace.id, run.id, referencing=True)
-        finishing = await _blocked(pg_engine, finish())
+        finishing = await waiting_on_a_lock(pg_engine, finish())
         command = RunCommand(
             workspace_id=world.workspace.id,
             run_id=run.id,
@@ -167,6 +136,6 @@ async def test_membership_changes_of_one_workspace_run_one_at_a_time(
 
     async with pg_uow() as first:
         await first.workspaces.get(world.workspace.id, for_membership_change=True)
-        second = await _blocked(pg_engine, rename_under_change())
+        second = await waiting_on_a_lock(pg_engine, rename_under_change())
 
     assert await second == world.workspace.name

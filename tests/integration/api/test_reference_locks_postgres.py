@@ -8,26 +8,22 @@ read the row without holding it would not wait, and the test fails.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import pytest
 from sqlalchemy import Table, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from tests.fixtures.db import waiting_on_a_lock
 from tests.helpers_app import RunningApp
 from tests.integration.api._support_runs import confirm, seed_world, service, start
 from wepush.server.infra.db import create_database
 from wepush.server.infra.db.tables import account, job, run, workspace
 
 pytestmark = pytest.mark.postgres
-
-T = TypeVar("T")
-_BLOCK_DEADLINE_S = 30.0
 
 
 @asynccontextmanager
@@ -57,29 +53,6 @@ async def _holding(side: AsyncEngine, table: Table, row_id: str) -> AsyncIterato
         yield connection
 
 
-async def _waits(side: AsyncEngine, request: Awaitable[T]) -> asyncio.Task[T]:
-    task = asyncio.ensure_future(request)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + _BLOCK_DEADLINE_S
-    async with side.connect() as probe:
-        while True:
-            waiting = await probe.scalar(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-                )
-            )
-            await probe.rollback()
-            if waiting:
-                return task
-            if task.done():
-                pytest.fail(f"the request did not wait for the held row: {task.result()!r}")
-            if loop.time() > deadline:
-                task.cancel()
-                pytest.fail("the request never started waiting")
-            await asyncio.sleep(0.01)  # polling a condition, not timing the test
-
-
 async def test_creating_a_job_waits_for_a_delete_of_its_account_and_then_refuses(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -94,7 +67,7 @@ async def test_creating_a_job_waits_for_a_delete_of_its_account_and_then_refuses
         }
         # A first job references the account; deleting it here is the part of a delete that wins.
         async with _holding(side, account, world.account.id) as deleting:
-            creating = await _waits(
+            creating = await waiting_on_a_lock(
                 side, app.client.post(world.job_url().rsplit("/", 1)[0], headers=app.admin(), json=body)
             )
             await deleting.execute(
@@ -113,7 +86,9 @@ async def test_starting_a_run_waits_for_a_delete_of_its_job_and_then_refuses(
         world = await seed_world(app, provider_id="wepush.fake")
         token = (await confirm(app, world))["confirmationToken"]
         async with _holding(side, job, world.job.id) as deleting:
-            starting = await _waits(side, start(app, world, {"confirmationToken": token}, key="locked"))
+            starting = await waiting_on_a_lock(
+                side, start(app, world, {"confirmationToken": token}, key="locked")
+            )
             await deleting.execute(
                 update(job).where(job.c.id == world.job.id).values(deleted_at=text("now()"))
             )
@@ -131,7 +106,7 @@ async def test_a_command_waits_for_a_run_changing_state_and_answers_from_its_new
         token = (await confirm(app, world))["confirmationToken"]
         run_id = (await start(app, world, {"confirmationToken": token})).json()["id"]
         async with _holding(side, run, run_id) as finishing:
-            commanding = await _waits(
+            commanding = await waiting_on_a_lock(
                 side,
                 app.client.post(world.runs_url(run_id, "commands", "pause"), headers=app.admin(), json={}),
             )
@@ -157,7 +132,9 @@ async def test_a_membership_change_waits_for_another_one_in_the_same_workspace(
             assert added.status_code == 200, added.text
         # A demotion changes an existing member (adding one would wait on the foreign key anyway).
         async with _holding(side, workspace, world.workspace_id):
-            changing = await _waits(side, app.client.put(url, headers=app.admin(), json={"role": "VIEWER"}))
+            changing = await waiting_on_a_lock(
+                side, app.client.put(url, headers=app.admin(), json={"role": "VIEWER"})
+            )
         changed: httpx.Response = await changing
 
     assert changed.status_code == 200, changed.text
