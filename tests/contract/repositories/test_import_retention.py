@@ -8,7 +8,11 @@ from datetime import timedelta
 
 from tests.contract.repositories._world import accepted, add_workspace, new_import, rejected
 from tests.fixtures.db import SteppingClock
-from wepush.server.application.import_retention import ImportRetention, ImportSweepReport
+from wepush.server.application.import_retention import (
+    ImportRetention,
+    ImportSweepReport,
+    discard_staging_in_batches,
+)
 from wepush.server.domain import Audience, AudienceImport, ImportState, PageRequest
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 
@@ -90,3 +94,23 @@ async def test_discarding_an_import_takes_bounded_batches_first_lines_first(
 
     assert deleted == 3
     assert [r.line_number for r in left.items] == [4, 5, 6, 7]
+
+
+async def test_all_staging_rows_of_an_import_go_one_bounded_transaction_at_a_time(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    audience = await _audience(uow_factory, db_clock)
+    staged = await _staged(uow_factory, audience, db_clock, 7, commit=False)
+    other = await _staged(uow_factory, audience, db_clock, 2, commit=False)
+    transactions = 0
+
+    def counting(**options: bool) -> object:
+        nonlocal transactions
+        transactions += 1
+        return uow_factory(**options)
+
+    assert await discard_staging_in_batches(counting, staged.id, batch_rows=3) == 7  # type: ignore[arg-type]
+
+    assert transactions == 3  # 3 + 3 + 1 rows
+    assert await _rows(uow_factory, staged.id) == 0
+    assert await _rows(uow_factory, other.id) == 2

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from sqlalchemy import func, select
+
 from tests.helpers_app import RunningApp
 from tests.integration.api._support import default_workspace, service
 from tests.integration.api._support_content import create_audience, expect, import_url, start_import, upload
+from wepush.server.infra.db.tables import audience_import_row
 
 LIMITS: dict[str, str] = {
     "WEPUSH_IMPORTS_MAX_ROWS": "3",
@@ -28,6 +31,13 @@ async def _refused(app: RunningApp, ws: str, body: bytes | AsyncIterator[bytes],
     )
     assert failed["state"] == "FAILED"
     assert failed["counts"]["totalRows"] == 0
+    # The rows staged before the limit was hit are gone (deleted in batches after the import failed).
+    assert app.runtime.engine is not None
+    async with app.runtime.engine.connect() as connection:
+        staged = await connection.scalar(
+            select(func.count()).where(audience_import_row.c.import_id == started["id"])
+        )
+    assert staged == 0
     preview = await app.client.get(
         import_url(ws, audience["id"], started["id"], "preview"), headers=app.admin()
     )

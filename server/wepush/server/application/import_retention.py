@@ -17,7 +17,7 @@ from typing import Final
 
 from wepush.server.domain import UnitOfWorkFactory
 
-__all__ = ["ImportRetention", "ImportSweepReport"]
+__all__ = ["ImportRetention", "ImportSweepReport", "discard_staging_in_batches"]
 
 _log = logging.getLogger("wepush.server.imports")
 #: Staging rows deleted per transaction.
@@ -68,15 +68,7 @@ class ImportRetention:
         return ImportSweepReport(expired, imports, rows)
 
     async def _discard(self, import_id: str) -> int:
-        total = 0
-        while True:
-            async with self._uow() as uow:
-                deleted = await uow.audience_imports.discard_staging_rows(import_id, self._batch_rows)
-            total += deleted
-            if deleted < self._batch_rows:
-                return total
-            # Let other writers in between two batches of a large import.
-            await asyncio.sleep(0)
+        return await discard_staging_in_batches(self._uow, import_id, self._batch_rows)
 
     async def run_every(self, interval: timedelta) -> None:
         """Sweep now and then every ``interval`` until cancelled; a failed pass is retried next time."""
@@ -91,3 +83,18 @@ class ImportRetention:
                     extra={"event": "IMPORT_RETENTION_FAILED"},
                 )
             await asyncio.sleep(interval.total_seconds())
+
+
+async def discard_staging_in_batches(
+    uow_factory: UnitOfWorkFactory, import_id: str, batch_rows: int = DISCARD_BATCH_ROWS
+) -> int:
+    """Delete an import's staging rows ``batch_rows`` per transaction; how many there were."""
+    total = 0
+    while True:
+        async with uow_factory() as uow:
+            deleted = await uow.audience_imports.discard_staging_rows(import_id, batch_rows)
+        total += deleted
+        if deleted < batch_rows:
+            return total
+        # Let other writers in between two batches of a large import.
+        await asyncio.sleep(0)

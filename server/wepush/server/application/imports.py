@@ -25,6 +25,7 @@ from wepush.server.application._import_settings import SOURCE_COLUMNS_KEY, Impor
 from wepush.server.application._import_staging import stage_upload
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
+from wepush.server.application.import_retention import discard_staging_in_batches
 from wepush.server.domain import (
     AudienceImport,
     AudienceSnapshot,
@@ -278,8 +279,10 @@ class ImportService:
     async def _fail(
         self, claimed: AudienceImport, principal: Principal, reason: str, trace_id: str | None
     ) -> AudienceImport:
+        # FAILED first, then the staged rows in bounded batches: a file that failed at the row limit has
+        # millions of them, and one DELETE would hold SQLite's write lock past every writer's busy
+        # timeout. Rows left behind by a crash in between go with the retention sweep.
         async with self._deps.uow() as uow:
-            await uow.audience_imports.discard_staging(claimed.id)
             failed = await uow.audience_imports.update(
                 dataclasses.replace(
                     claimed,
@@ -300,6 +303,7 @@ class ImportService:
                 trace_id=trace_id,
                 summary="the upload failed",
             )
+        await discard_staging_in_batches(self._deps.uow, claimed.id)
         return failed
 
     async def preview(
