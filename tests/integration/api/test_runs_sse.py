@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from tests.integration.api._support import issue_token
 from tests.integration.api._support_runs import (
     append_events,
     event_hint,
@@ -113,6 +114,30 @@ async def test_an_idle_stream_sends_heartbeat_comments(tmp_path: Path) -> None:
             stream = frames(response)
             idle = [await asyncio.wait_for(anext(stream), 10) for _ in range(2)]
     assert all(f.comments == ["heartbeat"] and f.id is None for f in idle)
+
+
+async def test_a_stream_ends_once_its_token_is_revoked(tmp_path: Path) -> None:
+    async with loopback_service(tmp_path, WEPUSH_EVENTS_SSE_HEARTBEAT="PT0.1S") as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        token_id, viewer = await issue_token(app, world.workspace_id, "VIEWER")
+        tokens = f"/api/v1/workspaces/{world.workspace_id}/api-tokens/{token_id}"
+        async with app.client.stream(
+            "GET", world.runs_url(run_id, "events"), headers={**viewer, "Last-Event-ID": "1"}
+        ) as response:
+            stream = frames(response)
+            assert (await asyncio.wait_for(anext(stream), 10)).comments == ["heartbeat"]
+            revoked = await app.client.delete(tokens, headers=app.admin())
+            assert revoked.status_code == 204, revoked.text
+
+            async def rest() -> list[Frame]:
+                return [frame async for frame in stream]
+
+            # The run is still PENDING: only the revoked credential can end this stream.
+            await asyncio.wait_for(rest(), 10)
+        again = await app.client.get(world.runs_url(run_id, "events"), headers=viewer)
+
+    assert again.status_code == 401
 
 
 async def test_the_stream_of_a_finished_run_replays_and_ends(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from wepush.server.api._render_runs import (
     render_run_confirmation,
 )
 from wepush.server.api._responses import json_response
-from wepush.server.api._sse import sse_response
+from wepush.server.api._sse import CredentialCheck, sse_response
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.runs import (
     CommandRequest,
@@ -250,7 +250,19 @@ async def stream_run_events(
     after = last if last is not None else (after_sequence or 0)
     runs = _runs()
     subscription = await runs.open_event_stream(current_principal(), workspace_id, run_id, after)
-    return sse_response(subscription, runs.heartbeat_seconds, render_event)
+    return sse_response(subscription, runs.heartbeat_seconds, render_event, _credential_check())
+
+
+def _credential_check() -> CredentialCheck:
+    """Authenticates the request's bearer token again (the security handler has accepted it once)."""
+    authorization = header("Authorization") or ""
+    token = authorization.partition(" ")[2].strip()
+    auth = services().auth
+
+    async def still_valid() -> bool:
+        return await auth.authenticate_api_token(token) is not None
+
+    return still_valid
 
 
 async def list_run_events(
