@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -189,6 +190,32 @@ async def test_the_same_idempotency_key_returns_the_same_run(tmp_path: Path) -> 
     assert different.status_code == 409
     assert different.json()["code"] == "IDEMPOTENCY_CONFLICT"
     assert [r["id"] for r in listing["items"]] == [first.json()["id"]]
+
+
+async def test_one_confirmation_starts_one_run_whatever_the_idempotency_key(tmp_path: Path) -> None:
+    # A client that makes a new key per click must not send to the whole audience twice.
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        token = (await confirm(app, world))["confirmationToken"]
+        first = await start(app, world, {"confirmationToken": token}, key="click-1")
+        racing = await asyncio.gather(
+            *(start(app, world, {"confirmationToken": token}, key=f"click-{n}") for n in (2, 3))
+        )
+        replay = await start(app, world, {"confirmationToken": token}, key="click-1")
+        fresh = (await confirm(app, world))["confirmationToken"]
+        again = await start(app, world, {"confirmationToken": fresh}, key="click-4")
+        dry = [await start(app, world, {"dryRun": True}, key=f"dry-{n}") for n in (1, 2)]
+        listing = (await app.client.get(world.runs_url(), headers=app.admin())).json()
+
+    assert first.status_code == 202
+    for refused in racing:
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["code"] == "CONFIRMATION_INVALID"
+        assert first.json()["id"] in refused.json()["detail"]
+    assert replay.json() == first.json()
+    assert again.status_code == 202
+    assert [r.status_code for r in dry] == [202, 202]
+    assert len(listing["items"]) == 4
 
 
 async def test_the_idempotency_key_is_required(tmp_path: Path) -> None:

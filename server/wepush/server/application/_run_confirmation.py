@@ -7,10 +7,13 @@ A token is ``base64url(payload) "." base64url(HMAC-SHA-256(confirmation key, pay
 * ``b`` a digest of everything the person confirmed: account version and secret versions, message revision,
   audience snapshot, provider version and the effective policies (or, for a resend, the outcomes and the
   matching item count),
-* ``e`` the expiry (epoch seconds).
+* ``e`` the expiry (epoch seconds),
+* ``n`` a random nonce, so that no two confirmations are the same token.
 
 The server recomputes the digest from the current resources when the start arrives, so any edit in between
-(or an expiry) refuses the start with CONFIRMATION_INVALID. The key is a sealed server key shared by every
+(or an expiry) refuses the start with CONFIRMATION_INVALID. A token starts one run: the run keeps its
+SHA-256, unique in the workspace, so a second start with another Idempotency-Key is refused too (the same
+key replays the first answer instead). The key is a sealed server key shared by every
 Service instance, so a token issued by one instance is honoured by another.
 """
 
@@ -21,6 +24,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import secrets
 from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -43,6 +47,11 @@ def _b64encode(data: bytes) -> str:
 
 def _b64decode(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def confirmation_digest(token: str) -> str:
+    """What a run keeps of the token that started it (SHA-256, hex): enough to refuse the token twice."""
+    return hashlib.sha256(token.encode("ascii", errors="replace")).hexdigest()
 
 
 def run_binding(job: Job, snapshot: RunSnapshot) -> str:
@@ -90,6 +99,8 @@ class ConfirmationSigner:
             "s": subject_id,
             "b": binding,
             "e": int(expires_at.timestamp()),
+            # Every confirmation is its own token (one token starts one run), even two in one second.
+            "n": _b64encode(secrets.token_bytes(12)),
         }
         text = _b64encode(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8"))
         return f"{text}.{_b64encode(self._tag(text))}"

@@ -102,7 +102,14 @@ class RunCreation(RunUseCases):
                             binding=run_binding(job, snapshot),
                             now=now,
                         )
-                    run = await create_run(uow, snapshot, now=now, reason=request.reason, key_hash=hashed)
+                    run = await create_run(
+                        uow,
+                        snapshot,
+                        now=now,
+                        reason=request.reason,
+                        key_hash=hashed,
+                        confirmation=None if request.dry_run else request.confirmation_token,
+                    )
                     await self._deps.auditor.record(
                         uow,
                         principal,

@@ -99,7 +99,14 @@ class RunResends(RunUseCases):
                         recipient_count=matching,
                     )
                     check_provider(self._deps.catalog, snapshot)
-                    run = await create_run(uow, snapshot, now=now, reason=reason, key_hash=hashed)
+                    run = await create_run(
+                        uow,
+                        snapshot,
+                        now=now,
+                        reason=reason,
+                        key_hash=hashed,
+                        confirmation=confirmation_token,
+                    )
                     await uow.run_items.create_retry_set(run.id, run_id, states)
                     await self._deps.auditor.record(
                         uow,

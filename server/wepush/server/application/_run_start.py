@@ -14,7 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from wepush.agent.providers.catalog import ProviderCatalog
-from wepush.server.application._run_errors import ConcurrencyOutOfRange, InvalidPolicyOverrides
+from wepush.server.application._run_confirmation import confirmation_digest
+from wepush.server.application._run_errors import (
+    ConcurrencyOutOfRange,
+    ConfirmationInvalid,
+    InvalidPolicyOverrides,
+)
 from wepush.server.application._run_policies import spec_overrides
 from wepush.server.application.errors import FieldIssue, ProviderConfigInvalid, ProviderNotAvailable
 from wepush.server.application.execution import (
@@ -126,9 +131,27 @@ def estimated_seconds(recipients: int, policies: Mapping[str, Any]) -> float | N
 
 
 async def create_run(
-    uow: UnitOfWork, snapshot: RunSnapshot, *, now: datetime, reason: str | None, key_hash: str | None
+    uow: UnitOfWork,
+    snapshot: RunSnapshot,
+    *,
+    now: datetime,
+    reason: str | None,
+    key_hash: str | None,
+    confirmation: str | None = None,
 ) -> Run:
-    run = await uow.runs.add(snapshot.new_run(created_at=now, reason=reason, idempotency_key_hash=key_hash))
+    """Store the PENDING run and its RUN_CREATED event. ``confirmation``: the (verified) token of a real
+    send, which cannot start a second run; two starts racing with it are told apart by its unique
+    digest, and the loser, run once more, is refused here."""
+    digest = confirmation_digest(confirmation) if confirmation else None
+    if digest is not None:
+        earlier = await uow.runs.find_by_confirmation(snapshot.workspace_id, digest)
+        if earlier is not None:
+            raise ConfirmationInvalid(f"it already started run {earlier.id}")
+    run = await uow.runs.add(
+        snapshot.new_run(
+            created_at=now, reason=reason, idempotency_key_hash=key_hash, confirmation_digest=digest
+        )
+    )
     data: dict[str, Any] = {
         "trigger": run.trigger.value,
         "dryRun": run.dry_run,

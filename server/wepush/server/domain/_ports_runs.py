@@ -36,6 +36,10 @@ class RunRepository(Protocol):
 
     async def find_by_idempotency_key(self, workspace_id: str, key_hash: str) -> Run | None: ...
 
+    async def find_by_confirmation(self, workspace_id: str, digest: str) -> Run | None:
+        """The run a confirmation token (by its SHA-256 digest) already started, if any."""
+        ...
+
     async def list_page(
         self,
         workspace_id: str,

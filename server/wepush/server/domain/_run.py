@@ -56,6 +56,8 @@ class Run:
     ended_at: datetime | None = None
     last_event_sequence: int = 0
     idempotency_key_hash: str | None = None
+    #: SHA-256 (hex) of the confirmation token that started this real send, unique in the workspace.
+    confirmation_digest: str | None = None
     created_at: datetime
     updated_at: datetime
     id: str = field(default_factory=new_id)

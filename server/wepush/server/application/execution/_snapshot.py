@@ -228,6 +228,7 @@ class RunSnapshot:
         reason: str | None = None,
         schedule_id: str | None = None,
         idempotency_key_hash: str | None = None,
+        confirmation_digest: str | None = None,
     ) -> Run:
         """The PENDING Run this snapshot belongs to (ids copied into their indexed columns)."""
         return Run(
@@ -247,6 +248,7 @@ class RunSnapshot:
             snapshot=self.to_json(),
             recipient_count=self.audience.recipient_count,
             idempotency_key_hash=idempotency_key_hash,
+            confirmation_digest=confirmation_digest,
             created_at=created_at,
             updated_at=created_at,
         )

@@ -133,6 +133,12 @@ class SqlRunRepository(SqlRepository):
         )
         return _RUN.from_row(row)
 
+    async def find_by_confirmation(self, workspace_id: str, digest: str) -> Run | None:
+        row = await self._one(
+            select(run).where(run.c.workspace_id == workspace_id, run.c.confirmation_digest == digest)
+        )
+        return None if row is None else _RUN.from_row(row)
+
     async def find_by_idempotency_key(self, workspace_id: str, key_hash: str) -> Run | None:
         row = await self._one(
             select(run).where(run.c.workspace_id == workspace_id, run.c.idempotency_key_hash == key_hash)

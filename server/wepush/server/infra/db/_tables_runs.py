@@ -57,6 +57,8 @@ run = Table(
     Column("ended_at", UtcDateTime(), nullable=True),
     Column("last_event_sequence", BigInteger, nullable=False),
     Column("idempotency_key_hash", String(64), nullable=True),
+    # SHA-256 of the confirmation token that started a real send: one confirmation starts one run.
+    Column("confirmation_digest", String(64), nullable=True),
     # The dispatch high-water mark: raised before each recipient batch reaches the engine, so after a crash
     # an item without a result at or below it may have been sent (UNKNOWN), one above it never was (UNSENT).
     Column("dispatched_through_sequence", BigInteger, nullable=False, server_default=text("0")),
@@ -70,6 +72,8 @@ run = Table(
     Index(None, "audience_snapshot_id"),
     # NULL keys never collide, so runs without a key are unconstrained on both databases.
     UniqueConstraint("workspace_id", "idempotency_key_hash"),
+    # Dry runs need no confirmation: NULL, and unconstrained likewise.
+    Index("uq_run_workspace_id_confirmation_digest", "workspace_id", "confirmation_digest", unique=True),
 )
 
 run_item = Table(
