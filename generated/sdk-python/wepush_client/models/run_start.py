@@ -27,7 +27,7 @@ from pydantic_core import to_jsonable_python
 
 class RunStart(BaseModel):
     """
-    A real send (dryRun false) requires the confirmationToken from run-confirmation; scheduled runs use an internal trusted path instead.
+    A real send (dryRun false) requires the confirmationToken from run-confirmation; scheduled runs use an internal trusted path instead. A token starts one run: the same Idempotency-Key replays the first answer, another key with the same token is refused with 409 CONFIRMATION_INVALID.
     """ # noqa: E501
     dry_run: Optional[StrictBool] = Field(default=False, alias="dryRun")
     policy_overrides: Optional[ExecutionPolicies] = Field(default=None, alias="policyOverrides")

@@ -22,7 +22,7 @@ import {
 } from './ExecutionPolicies';
 
 /**
- * A real send (dryRun false) requires the confirmationToken from run-confirmation; scheduled runs use an internal trusted path instead.
+ * A real send (dryRun false) requires the confirmationToken from run-confirmation; scheduled runs use an internal trusted path instead. A token starts one run: the same Idempotency-Key replays the first answer, another key with the same token is refused with 409 CONFIRMATION_INVALID.
  * @export
  * @interface RunStart
  */
