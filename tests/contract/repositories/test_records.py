@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.contract.repositories._world import add_workspace
+from tests.contract.repositories._world import add_run, add_workspace, build_world
 from tests.fixtures.db import SteppingClock
 from wepush.server.domain import (
     Artifact,
@@ -18,6 +18,7 @@ from wepush.server.domain import (
     IdempotencyConflict,
     IdempotencyRecord,
     PageRequest,
+    RunState,
     VersionConflict,
     Workspace,
     hash_token,
@@ -194,3 +195,39 @@ async def test_artifacts_become_ready_once_and_expire_unless_pinned_or_on_hold(
     assert deleted.state is ArtifactState.DELETED
     assert deleted_twice == deleted
     assert [a.file_name for a in listed] == ["pinned.jsonl", "held.jsonl"]
+
+
+async def test_keys_being_written_are_those_uploading_for_runs_not_yet_finished(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    world = await build_world(uow_factory, db_clock.now)
+    live = await add_run(uow_factory, world, db_clock.now, state=RunState.PAUSED)
+    done = await add_run(uow_factory, world, db_clock.now, state=RunState.SUCCEEDED)
+
+    def artifact(run_id: str, name: str, **extra: object) -> Artifact:
+        fields: dict[str, object] = {
+            "workspace_id": world.workspace.id,
+            "owner_type": ArtifactOwnerType.RUN,
+            "owner_id": run_id,
+            "artifact_type": "FAILED_ITEMS",
+            "storage_key": f"workspaces/{world.workspace.id}/FAILED_ITEMS/2026/12/{name}",
+            "content_type": "application/x-ndjson",
+            "file_name": f"{name}.jsonl",
+            "created_at": db_clock.now,
+            "updated_at": db_clock.now,
+        }
+        fields.update(extra)
+        return Artifact(**fields)  # type: ignore[arg-type]
+
+    writing = artifact(live.id, "writing")
+    async with uow_factory() as uow:
+        for one in (
+            writing,
+            artifact(live.id, "failed", state=ArtifactState.FAILED),
+            artifact(done.id, "left-behind"),
+            artifact("not-a-run", "snapshot", owner_type=ArtifactOwnerType.AUDIENCE_SNAPSHOT),
+        ):
+            await uow.artifacts.add(one)
+
+    async with uow_factory(read_only=True) as uow:
+        assert await uow.artifacts.keys_being_written() == {writing.storage_key}

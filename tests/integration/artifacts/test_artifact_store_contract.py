@@ -195,3 +195,24 @@ def _closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+async def test_an_idle_upload_the_database_says_is_still_written_is_never_reclaimed_on_s3(
+    s3_bucket: S3Bucket,
+) -> None:
+    # Another instance's run, paused for a day: idle, but not abandoned. Its key is in use.
+    writer = S3ArtifactStore(s3_bucket.client, s3_bucket.name, part_bytes=PART)
+    key = _key(writer)
+    upload = await writer.begin_upload(key)
+    await upload.write(LARGE)
+    sweeper = S3ArtifactStore(
+        s3_bucket.client,
+        s3_bucket.name,
+        part_bytes=PART,
+        clock=lambda: datetime.now(UTC) + timedelta(hours=48),
+    )
+    try:
+        assert await sweeper.reclaim_abandoned(timedelta(hours=24), in_use={key}) == 0
+        assert await sweeper.reclaim_abandoned(timedelta(hours=24)) == 1
+    finally:
+        await writer.abort(upload)

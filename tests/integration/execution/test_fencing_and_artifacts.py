@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -43,6 +43,7 @@ from wepush.server.application.execution import (
 )
 from wepush.server.domain import (
     Artifact,
+    ArtifactOwnerType,
     ArtifactState,
     ItemState,
     LeaseExpired,
@@ -218,6 +219,41 @@ async def test_retention_deletes_what_expired_skips_pinned_and_held_and_can_run_
     assert {name for name, state in final.items() if state is ArtifactState.READY} == set(made) - deleted
     for name, artifact in made.items():
         assert (await artifact_store.stat(artifact.storage_key) is None) == (name in deleted)
+
+
+class RecordingStore(LocalArtifactStore):
+    """Remembers which keys the sweep said are in use."""
+
+    def __init__(self, root: object) -> None:
+        super().__init__(str(root))
+        self.in_use: set[str] | None = None
+
+    async def reclaim_abandoned(self, older_than: timedelta, *, in_use: Collection[str] = ()) -> int:
+        self.in_use = set(in_use)
+        return await super().reclaim_abandoned(older_than, in_use=in_use)
+
+
+async def test_retention_tells_the_store_which_uploads_unfinished_runs_still_write(
+    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
+) -> None:
+    run = await create_run(uow, world)  # PENDING: not finished
+    writer = _writer(uow, artifact_store, run, utc_now)
+    still_writing = await writer.begin(ARTIFACT_KINDS[EngineItemState.SUCCEEDED])
+    await writer.write(still_writing, b'{"line":1}\n')
+    async with uow(read_only=True) as unit:
+        [uploading] = [
+            a
+            for a in await unit.artifacts.list_for_owner(world.workspace.id, ArtifactOwnerType.RUN, run.id)
+            if a.state is ArtifactState.UPLOADING
+        ]
+    store = RecordingStore(artifact_store.root)
+
+    try:
+        await ArtifactRetention(uow, store, utc_now).sweep()
+    finally:
+        await writer.fail(still_writing)
+
+    assert store.in_use == {uploading.storage_key}
 
 
 async def _states(uow: SqlUnitOfWorkFactory, made: dict[str, Artifact]) -> dict[str, ArtifactState]:

@@ -54,6 +54,12 @@ class ArtifactRepository(Protocol):
         """DELETING → DELETED; idempotent."""
         ...
 
+    async def keys_being_written(self) -> frozenset[str]:
+        """Storage keys of UPLOADING artifacts whose run has not finished: someone (perhaps another
+        Service instance, perhaps a run paused for days) still writes them, however long ago the last
+        byte came."""
+        ...
+
     async def list_deleting(self, limit: int) -> list[Artifact]:
         """DELETING artifacts, oldest change first: deletions a cleanup pass started but has not confirmed
         (the store deletion failed or the process stopped), so the next pass can finish them."""

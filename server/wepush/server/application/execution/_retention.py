@@ -65,7 +65,10 @@ class ArtifactRetention:
                 claimed = await uow.artifacts.claim_expired(self._clock(), self._batch)
             if claimed:
                 batches.append(claimed)
-        abandoned = await self._store.reclaim_abandoned(self._abandoned_age)
+        # Idle is not abandoned: a paused run's upload on another instance may be idle for days.
+        async with self._uow(read_only=True) as uow:
+            in_use = await uow.artifacts.keys_being_written()
+        abandoned = await self._store.reclaim_abandoned(self._abandoned_age, in_use=in_use)
         return RetentionReport(deleted, missing, failed, abandoned)
 
     async def run_every(self, interval: timedelta) -> None:

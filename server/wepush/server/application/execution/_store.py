@@ -3,7 +3,7 @@ the store only holds bytes under keys it generated itself."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
@@ -76,7 +76,8 @@ class ArtifactStore(Protocol):
 
     async def delete(self, key: str) -> bool: ...
 
-    async def reclaim_abandoned(self, older_than: timedelta) -> int:
+    async def reclaim_abandoned(self, older_than: timedelta, *, in_use: Collection[str] = ()) -> int:
         """Discard uploads nobody completed or aborted for ``older_than`` (their writer died); returns how
-        many were discarded."""
+        many were discarded. Uploads to a key in ``in_use`` are never discarded: the database says
+        their run still writes them."""
         ...

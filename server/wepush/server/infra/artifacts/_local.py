@@ -13,7 +13,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from datetime import timedelta
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -119,7 +119,9 @@ class LocalArtifactStore(GeneratedKeys):
         path = self._path(key)
         return await asyncio.to_thread(_remove, path)
 
-    async def reclaim_abandoned(self, older_than: timedelta) -> int:
+    async def reclaim_abandoned(self, older_than: timedelta, *, in_use: Collection[str] = ()) -> int:
+        # One Service writes a local directory, so the uploads it has open are all that are in use.
+        del in_use
         return await asyncio.to_thread(
             _reclaim, self._root / _UPLOADS, self._clock() - older_than.total_seconds(), frozenset(self._open)
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -215,15 +215,18 @@ class S3ArtifactStore(GeneratedKeys):
         await asyncio.to_thread(self._client.delete_object, Bucket=self._bucket, Key=key)
         return True
 
-    async def reclaim_abandoned(self, older_than: timedelta) -> int:
+    async def reclaim_abandoned(self, older_than: timedelta, *, in_use: Collection[str] = ()) -> int:
         """Abort multipart uploads nobody has added a part to for ``older_than``: their writer died.
 
         An upload's age is that of its last part (or of its start, before the first one), not of its
         start alone: a run writes its outcome files for as long as it sends, which can be days. Uploads
-        this store is still writing, and keys that are not this store's, are never touched."""
-        return await asyncio.to_thread(self._reclaim, self._clock() - older_than, frozenset(self._open))
+        this store is still writing, uploads to keys ``in_use`` (another instance's, by the database), and
+        keys that are not this store's, are never touched."""
+        return await asyncio.to_thread(
+            self._reclaim, self._clock() - older_than, frozenset(self._open), frozenset(in_use)
+        )
 
-    def _reclaim(self, cutoff: datetime, still_open: frozenset[str]) -> int:
+    def _reclaim(self, cutoff: datetime, still_open: frozenset[str], in_use: frozenset[str]) -> int:
         aborted = 0
         for page in self._client.get_paginator("list_multipart_uploads").paginate(Bucket=self._bucket):
             for upload in page.get("Uploads", []):
@@ -232,7 +235,7 @@ class S3ArtifactStore(GeneratedKeys):
                     checked_key(key)
                 except ValueError:
                     continue  # not one of ours: the bucket may be shared
-                if upload_id in still_open or upload["Initiated"] >= cutoff:
+                if upload_id in still_open or key in in_use or upload["Initiated"] >= cutoff:
                     continue
                 if self._last_part_at(key, upload_id, upload["Initiated"]) >= cutoff:
                     continue

@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 
 from wepush.server.domain import (
+    TERMINAL_RUN_STATES,
     Artifact,
     ArtifactOwnerType,
     ArtifactState,
@@ -23,6 +24,7 @@ from wepush.server.domain import (
 from ._base import SqlRepository
 from ._mapping import RowMapper
 from ._tables_records import artifact, audit_event, idempotency_record
+from ._tables_runs import run
 
 _ARTIFACT = RowMapper(Artifact, artifact)
 _AUDIT = RowMapper(AuditEvent, audit_event, renames={"details": "details_json"})
@@ -149,6 +151,17 @@ class SqlArtifactRepository(SqlRepository):
         if row is None:
             row = await self._get_row(artifact, "artifact", artifact_id)
         return _ARTIFACT.from_row(row)
+
+    async def keys_being_written(self) -> frozenset[str]:
+        live_runs = select(run.c.id).where(run.c.state.not_in([s.value for s in TERMINAL_RUN_STATES]))
+        rows = await self._all(
+            select(artifact.c.storage_key).where(
+                artifact.c.state == ArtifactState.UPLOADING.value,
+                artifact.c.owner_type == ArtifactOwnerType.RUN.value,
+                artifact.c.owner_id.in_(live_runs),
+            )
+        )
+        return frozenset(str(row["storage_key"]) for row in rows)
 
     async def list_deleting(self, limit: int) -> list[Artifact]:
         rows = await self._all(
