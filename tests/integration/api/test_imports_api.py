@@ -22,6 +22,7 @@ from tests.integration.api._support_content import (
     upload,
     ws_url,
 )
+from wepush.server.application.imports import ImportService
 
 LONG_NAME = "N" * 5000  # over the default 4096-character field limit
 
@@ -422,3 +423,24 @@ async def test_an_upload_logs_no_warnings(tmp_path: Path, caplog: pytest.LogCapt
         await staged_import(app, ws, bulk_csv(good=5, bad=1))
     warnings = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
     assert warnings == []
+
+
+async def test_an_import_that_cannot_record_its_staged_rows_fails_instead_of_staying_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("the database went away while the import was being marked STAGED")
+
+    monkeypatch.setattr(ImportService, "_mark_staged", broken)
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        response = await upload(app, ws, audience["id"], started["id"], b"mobile,name\n1,a\n")
+        found = expect(
+            await app.client.get(import_url(ws, audience["id"], started["id"]), headers=app.admin()), 200
+        )
+
+    assert response.status_code == 500
+    assert found["state"] == "FAILED"
+    assert found["failureReason"] == "the upload did not complete"

@@ -22,7 +22,7 @@ from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._import_coding import ContentCoding, content_coding, decoded
 from wepush.server.application._import_errors import ContentRejected, ImportLimitError, UploadTooLarge
 from wepush.server.application._import_settings import SOURCE_COLUMNS_KEY, ImportSettings, source_columns
-from wepush.server.application._import_staging import stage_upload
+from wepush.server.application._import_staging import StagingOutcome, stage_upload
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.application.import_retention import discard_staging_in_batches
@@ -232,6 +232,19 @@ class ImportService:
             # A broken connection or a database error: the client learns nothing new from the reason.
             await self._fail(claimed, principal, "the upload did not complete", trace_id)
             raise
+        try:
+            return await self._mark_staged(claimed, outcome, principal, trace_id)
+        except Exception:
+            # The rows are staged but the import could not say so: fail it rather than leave it STAGING
+            # (and impossible to upload again) until it expires. The first error is the one reported.
+            with contextlib.suppress(Exception):
+                await self._fail(claimed, principal, "the upload did not complete", trace_id)
+            raise
+
+    async def _mark_staged(
+        self, claimed: AudienceImport, outcome: StagingOutcome, principal: Principal, trace_id: str | None
+    ) -> AudienceImport:
+        import_id, workspace_id = claimed.id, claimed.workspace_id
         async with self._deps.uow() as uow:
             duplicates = await uow.audience_imports.mark_duplicates(import_id, among=outcome.repeated_keys)
             # Every staged row was written by this upload, so its counts need no second pass.
