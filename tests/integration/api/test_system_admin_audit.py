@@ -133,3 +133,29 @@ async def test_system_admin_probing_a_missing_workspace_gets_404_and_records_not
         assert response.status_code == 404
         assert response.json()["code"] == "RESOURCE_NOT_FOUND"
         assert await _events(app, missing) == []
+
+
+async def test_a_system_admin_listing_workspaces_it_holds_no_role_in_is_audited(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        await create_workspace(app, "team-b")
+        default = await default_workspace(app)
+        _, viewer = await issue_token(app, default, "VIEWER")
+
+        everything = expect(await app.client.get(f"{API}/workspaces", headers=app.admin()), 200)
+        own = expect(
+            await app.client.get(f"{API}/workspaces", headers=app.admin(), params={"name": "default"}), 200
+        )
+        expect(await app.client.get(f"{API}/workspaces", headers=viewer), 200)
+        system = expect(
+            await app.client.get(
+                f"{API}/audit-events", headers=app.admin(), params={"action": "workspace.list"}
+            ),
+            200,
+        )
+
+    assert {w["name"] for w in everything["items"]} == {"default", "team-b"}
+    assert [w["name"] for w in own["items"]] == ["default"]
+    # One event: the listing that showed team-b. Its own workspace, or a viewer's list, is ordinary access.
+    [event] = system["items"]
+    assert event["outcome"] == "SUCCESS"
+    assert "listed 1 workspace(s) the caller holds no role in" in event["details"]["summary"]

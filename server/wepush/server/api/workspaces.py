@@ -20,7 +20,9 @@ async def list_workspaces(
 ) -> ConnexionResponse:
     filters = {"name": name}
     page = keyset_request("workspaces", filters, limit, cursor)
-    found = await services().resources.workspaces.list_page(current_principal(), page, name=name)
+    found = await services().resources.workspaces.list_page(
+        current_principal(), page, name=name, trace_id=current_trace_id()
+    )
     return json_response(page_body(found, render_workspace, resource="workspaces", filters=filters))
 
 

@@ -50,14 +50,34 @@ class WorkspaceService:
         self._deps = deps
 
     async def list_page(
-        self, principal: Principal, page: PageRequest[Keyset], *, name: str | None = None
+        self,
+        principal: Principal,
+        page: PageRequest[Keyset],
+        *,
+        name: str | None = None,
+        trace_id: str | None = None,
     ) -> Page[Workspace, Keyset]:
         if principal.type is not PrincipalType.USER:
             raise AccessDenied("Only user API tokens may call the public API.")
         # Everyone but a SYSTEM_ADMIN sees only the workspaces they hold a role in.
         ids = None if principal.system_admin else principal.roles.keys()
         async with self._deps.uow(read_only=True) as uow:
-            return await uow.workspaces.list_page(page, name=name, ids=ids)
+            found = await uow.workspaces.list_page(page, name=name, ids=ids)
+        beyond = [w.id for w in found.items if w.id not in principal.roles]
+        if beyond:
+            # A view across workspaces only SYSTEM_ADMIN grants: audited, like every such access (seed:
+            # 每次操作仍携带目标 workspaceId 并进入审计), as one system event naming how many it saw.
+            async with self._deps.uow() as uow:
+                await self._deps.auditor.record(
+                    uow,
+                    principal,
+                    "workspace.list",
+                    RESOURCE,
+                    workspace_id=None,
+                    summary=f"SYSTEM_ADMIN access: listed {len(beyond)} workspace(s) the caller holds no role in",
+                    trace_id=trace_id,
+                )
+        return found
 
     async def create(
         self,
