@@ -9,6 +9,7 @@ from datetime import timedelta
 from tests.contract.repositories._world import accepted, add_workspace, new_import, rejected
 from tests.fixtures.db import SteppingClock
 from wepush.server.application.import_retention import (
+    STAGING_GRACE,
     ImportRetention,
     ImportSweepReport,
     discard_staging_in_batches,
@@ -61,10 +62,19 @@ async def test_a_sweep_expires_open_imports_and_discards_staging_past_the_deadli
 
     assert await retention.sweep() == ImportSweepReport()
     db_clock.advance(timedelta(hours=1))
+    at_deadline = await retention.sweep()
+    kept = [await _rows(uow_factory, i.id) for i in (open_import, committed)]
+    db_clock.advance(STAGING_GRACE - timedelta(seconds=1))
+    within_grace = await retention.sweep()
+    db_clock.advance(timedelta(seconds=1))
     first = await retention.sweep()
     again = await retention.sweep()
 
-    assert first == ImportSweepReport(expired_imports=1, discarded_imports=2, discarded_rows=35)
+    # Expired at the deadline; the rows go once the grace period (for downloads under way) is over.
+    assert at_deadline == ImportSweepReport(expired_imports=1)
+    assert kept == [23, 12]
+    assert within_grace == ImportSweepReport()
+    assert first == ImportSweepReport(discarded_imports=2, discarded_rows=35)
     assert again == ImportSweepReport()
     async with uow_factory(read_only=True) as uow:
         states = {

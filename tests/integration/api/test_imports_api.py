@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.helpers_app import RunningApp
@@ -22,6 +23,11 @@ from tests.integration.api._support_content import (
     upload,
     ws_url,
 )
+from tests.integration.api._support_runs import loopback_service
+from wepush.server.api import audiences as audiences_api
+from wepush.server.api._render_content import error_csv
+from wepush.server.application import imports as imports_module
+from wepush.server.application.import_retention import discard_staging_in_batches
 from wepush.server.application.imports import ImportService
 
 LONG_NAME = "N" * 5000  # over the default 4096-character field limit
@@ -444,3 +450,51 @@ async def test_an_import_that_cannot_record_its_staged_rows_fails_instead_of_sta
     assert response.status_code == 500
     assert found["state"] == "FAILED"
     assert found["failureReason"] == "the upload did not complete"
+
+
+async def test_an_error_download_whose_rows_are_discarded_midway_breaks_off_instead_of_ending_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Pages of 5 rows; after the first page the retention sweep deletes the staged rows, as it does once
+    # the deadline passes while a slow client is still reading.
+    monkeypatch.setattr(imports_module, "ERROR_PAGE_ROWS", 5)
+    complete = error_csv
+    async with loopback_service(tmp_path) as app:
+        deps = app.runtime.deps
+        assert deps is not None
+        ws = await default_workspace(app)
+        audience, staged = await staged_import(app, ws, bulk_csv(good=5, bad=20))
+        delivered: list[bytes] = []
+
+        async def swept_midway(pages: AsyncIterator[list[Any]]) -> AsyncIterator[bytes]:
+            async for chunk in complete(pages):
+                delivered.append(chunk)
+                if len(delivered) == 2:  # the header, then the first page
+                    await discard_staging_in_batches(deps.uow, staged["id"])
+                yield chunk
+
+        monkeypatch.setattr(audiences_api, "error_csv", swept_midway)
+        # Under way, the response can only be broken off: the server closes the connection before the
+        # last chunk, so the client cannot take the first page for the whole file.
+        with pytest.raises(httpx.RemoteProtocolError, match="incomplete"):
+            await app.client.get(import_url(ws, audience["id"], staged["id"], "errors"), headers=app.admin())
+        warnings = [
+            r.getMessage() for r in caplog.records if getattr(r, "event", "") == "IMPORT_ERRORS_INCOMPLETE"
+        ]
+        assert len(warnings) == 1
+        assert "5 of 27 delivered" in warnings[0]
+
+        # Without the sweep the same download is whole.
+        monkeypatch.setattr(audiences_api, "error_csv", complete)
+        again = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        expect(await upload(app, ws, audience["id"], again["id"], bulk_csv(good=5, bad=20)), 200)
+        whole = expect_ok_csv(
+            await app.client.get(import_url(ws, audience["id"], again["id"], "errors"), headers=app.admin())
+        )
+    assert len(delivered) == 2
+    assert len(whole) == 1 + 27
+
+
+def expect_ok_csv(response: Any) -> list[list[str]]:
+    assert response.status_code == 200, response.text
+    return list(csv.reader(io.StringIO(response.text)))

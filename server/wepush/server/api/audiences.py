@@ -25,8 +25,9 @@ from wepush.server.api._render_content import (
     render_recipient,
     render_snapshot,
 )
-from wepush.server.api._responses import empty_response, json_response
+from wepush.server.api._responses import BreakableStreamingResponse, empty_response, json_response
 from wepush.server.application._import_settings import ImportSettings
+from wepush.server.application.imports import ErrorRowsIncomplete
 from wepush.server.domain import ImportFormat
 
 _RESOURCE = "audiences"
@@ -161,10 +162,11 @@ async def download_audience_import_errors(
     pages = await services().resources.imports.error_rows(
         current_principal(), workspace_id, audience_id, import_id, trace_id=current_trace_id()
     )
-    return StreamingResponse(
+    return BreakableStreamingResponse(
         error_csv(pages),
         media_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="import-{import_id}-errors.csv"'},
+        breaks_on=(ErrorRowsIncomplete,),
     )
 
 

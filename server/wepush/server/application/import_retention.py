@@ -4,6 +4,10 @@ An open import past its deadline becomes EXPIRED, and the staging rows of every 
 deadline (expired, failed or committed alike: the snapshot holds the committed recipients) are deleted a
 bounded number of rows per transaction, so a million-row import never holds the database's write lock
 for long. A pass can be repeated any number of times; an interrupted one is finished by the next.
+
+Nothing reads staged rows once the deadline has passed, but the rows themselves go a grace period
+later: an error-rows download begun just before the deadline can still finish, and an instance whose
+clock runs a little ahead does not delete rows another instance is still reading.
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ from typing import Final
 
 from wepush.server.domain import UnitOfWorkFactory
 
-__all__ = ["ImportRetention", "ImportSweepReport", "discard_staging_in_batches"]
+__all__ = ["STAGING_GRACE", "ImportRetention", "ImportSweepReport", "discard_staging_in_batches"]
 
 _log = logging.getLogger("wepush.server.imports")
 #: Staging rows deleted per transaction.
 DISCARD_BATCH_ROWS: Final = 20_000
 #: Imports handled per query.
 _IMPORT_BATCH: Final = 100
+#: How long past its deadline an import's staged rows are kept (see the module text).
+STAGING_GRACE: Final = timedelta(hours=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +48,12 @@ class ImportRetention:
         clock: Callable[[], datetime],
         *,
         batch_rows: int = DISCARD_BATCH_ROWS,
+        grace: timedelta = STAGING_GRACE,
     ) -> None:
         self._uow = uow
         self._clock = clock
         self._batch_rows = batch_rows
+        self._grace = grace
 
     async def sweep(self) -> ImportSweepReport:
         now = self._clock()
@@ -59,7 +67,7 @@ class ImportRetention:
         imports = rows = 0
         while True:
             async with self._uow(read_only=True) as uow:
-                due = await uow.audience_imports.with_expired_staging(now, _IMPORT_BATCH)
+                due = await uow.audience_imports.with_expired_staging(now - self._grace, _IMPORT_BATCH)
             for import_id in due:
                 rows += await self._discard(import_id)
                 imports += 1

@@ -12,6 +12,7 @@ import contextlib
 import csv
 import dataclasses
 import io
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -46,11 +47,13 @@ __all__ = [
     "ERRORS_DOWNLOAD",
     "IMPORT_TTL",
     "PREVIEW_ROWS",
+    "ErrorRowsIncomplete",
     "ImportPreview",
     "ImportService",
     "staging_readable",
 ]
 
+_log = logging.getLogger("wepush.server.imports")
 #: Uncommitted staging data is temporary (seed: temporary exports live 24 hours).
 IMPORT_TTL: Final = timedelta(hours=24)
 _TTL_TEXT: Final = "24 hours"
@@ -63,6 +66,18 @@ _OPEN_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGING, Impor
 _READABLE_STATES: Final = frozenset({ImportState.STAGED, ImportState.COMMITTED})
 _ERROR_STATUSES: Final = (StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE)
 _MAX_FAILURE_CHARS: Final = 2000
+
+
+class ErrorRowsIncomplete(Exception):
+    """Raised by an error-rows download, after its last page, when rows went missing while it ran: the
+    response is already under way, so the only honest answer left is to break it off."""
+
+    def __init__(self, import_id: str, delivered: int, expected: int) -> None:
+        super().__init__(
+            f"audience import {import_id}: the error rows were discarded during the download "
+            f"({delivered} of {expected} delivered); staged rows are kept {_TTL_TEXT}"
+        )
+        self.import_id = import_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,20 +405,29 @@ class ImportService:
                 f"{counts.duplicate_rows} duplicate",
                 trace_id=trace_id,
             )
-        return self._error_pages(import_id, found.columns)
+        return self._error_pages(found, counts.rejected_rows + counts.duplicate_rows)
 
-    async def _error_pages(self, import_id: str, fields: list[str]) -> AsyncIterator[list[StagedRow]]:
+    async def _error_pages(self, found: AudienceImport, expected: int) -> AsyncIterator[list[StagedRow]]:
+        """The error rows page by page; a download that cannot deliver all ``expected`` rows (the retention
+        sweep discarded them after the deadline passed mid-download) raises instead of ending as if the
+        file were complete. The counts are final once the import is STAGED, so they are the check."""
         after: int | None = None
+        delivered = 0
         while True:
             async with self._deps.uow(read_only=True) as uow:
                 page = await uow.audience_imports.list_staged(
-                    import_id, PageRequest(limit=ERROR_PAGE_ROWS, after=after), statuses=_ERROR_STATUSES
+                    found.id, PageRequest(limit=ERROR_PAGE_ROWS, after=after), statuses=_ERROR_STATUSES
                 )
             if page.items:
-                yield [_with_raw(row, fields) for row in page.items]
+                delivered += len(page.items)
+                yield [_with_raw(row, found.columns) for row in page.items]
             if page.next_after is None:
-                return
+                break
             after = page.next_after
+        if delivered != expected:
+            incomplete = ErrorRowsIncomplete(found.id, delivered, expected)
+            _log.warning("%s", incomplete, extra={"event": "IMPORT_ERRORS_INCOMPLETE"})
+            raise incomplete
 
     async def commit(
         self,
