@@ -8,8 +8,6 @@ wait would never be seen and the test fails. SQLite needs none of this: its writ
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -23,21 +21,7 @@ from wepush.server.domain import (
     RunCommandType,
     RunState,
 )
-from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
-
-
-@pytest.fixture
-async def pg_engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_database(postgres_url)
-    try:
-        yield engine
-    finally:
-        await engine.dispose()
-
-
-@pytest.fixture
-def pg_uow(pg_engine: AsyncEngine, db_clock: SteppingClock) -> SqlUnitOfWorkFactory:
-    return SqlUnitOfWorkFactory(pg_engine, clock=db_clock)
+from wepush.server.infra.db import SqlUnitOfWorkFactory
 
 
 async def test_an_account_delete_waits_for_the_job_being_created_and_then_sees_it(

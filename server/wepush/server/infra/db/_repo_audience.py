@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import itertools
 import json
+import logging
 import sqlite3
 from collections.abc import Collection, Sequence
 from datetime import datetime
@@ -29,6 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Select
 
 from wepush.server.domain import (
@@ -142,8 +144,13 @@ _STAGE_VALUES_SQLITE: Final = (
 )
 _batch_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _CHECKSUM_CHUNK = 5000
+_log = logging.getLogger("wepush.server.imports")
 #: Sort memory for one import's duplicate ranking on PostgreSQL (transaction-local).
 _SORT_MEMORY = "64MB"
+#: How long an upload waits for the lock ANALYZE needs before it goes on without fresh statistics.
+_ANALYZE_LOCK_WAIT = "200ms"
+#: PostgreSQL's lock_not_available (a lock_timeout expired).
+_LOCK_NOT_AVAILABLE = "55P03"
 # ``item_key TAB fields LF`` per accepted row, in each driver's own dialect and parameter style.
 _ACCEPTED_LINES_SQLITE = (
     "SELECT item_key || char(9) || fields_json || char(10) FROM audience_import_row "
@@ -323,13 +330,37 @@ class SqlAudienceImportRepository(SqlRepository):
             )
         )
         if self._is_postgresql:
-            # Fresh statistics after the bulk load: estimating one row per import, the planner would
-            # re-run the ranking for every staged row instead of hashing it once. The ranking sorts every
-            # accepted key; with the default 4 MB it would spill a large file's keys to disk.
-            await self._conn.exec_driver_sql("ANALYZE audience_import_row")
+            # The ranking sorts every accepted key; with the default 4 MB it would spill a large file's
+            # keys to disk.
+            await self._analyze_staging()
             await self._conn.exec_driver_sql(f"SET LOCAL work_mem = '{_SORT_MEMORY}'")
         result = await self._conn.execute(stmt)
         return int(result.rowcount)
+
+    async def _analyze_staging(self) -> None:
+        """Fresh statistics after the bulk load: estimating one row per import, the planner would re-run the
+        ranking for every staged row instead of hashing it once.
+
+        ANALYZE takes a lock that another ANALYZE or a (wrap-around) VACUUM of the same table also holds,
+        until their transactions end. Waiting for it could hold this upload for as long as a vacuum of
+        every import's staging rows takes; instead it is tried for a moment, and skipped if another
+        session holds it: whoever holds it is refreshing the same table's statistics.
+        """
+        previous = await self._conn.scalar(text("SELECT current_setting('lock_timeout')"))
+        try:
+            async with self._conn.begin_nested():
+                await self._conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{_ANALYZE_LOCK_WAIT}'")
+                await self._conn.exec_driver_sql("ANALYZE audience_import_row")
+        except DBAPIError as error:
+            code = getattr(error.orig, "pgcode", None) or getattr(error.orig, "sqlstate", None)
+            if code != _LOCK_NOT_AVAILABLE:
+                raise
+            _log.info(
+                "staging statistics not refreshed: another session is analysing or vacuuming the table",
+                extra={"event": "IMPORT_STAGING_ANALYZE_SKIPPED"},
+            )
+        # SET LOCAL survives the released savepoint; the rest of the transaction waits as it always did.
+        await self._conn.execute(text("SELECT set_config('lock_timeout', :value, true)"), {"value": previous})
 
     def _key_set(self, keys: Collection[str]) -> Select[Any]:
         """The keys as one bound parameter the database turns into a set (hashed or indexed for IN)."""
