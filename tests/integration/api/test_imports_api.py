@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import logging
@@ -498,3 +499,36 @@ async def test_an_error_download_whose_rows_are_discarded_midway_breaks_off_inst
 def expect_ok_csv(response: Any) -> list[list[str]]:
     assert response.status_code == 200, response.text
     return list(csv.reader(io.StringIO(response.text)))
+
+
+async def test_many_commits_at_once_each_get_their_snapshot_without_exhausting_the_pool(
+    tmp_path: Path,
+) -> None:
+    # Each commit reads the checksum on a second connection. Eight at once on SQLite's pool of five used
+    # to hold one connection each while waiting for a second: all failed with 500 once the pool timed out.
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        staged = []
+        for n in range(8):
+            audience = await create_audience(app, ws, f"branch-{n}")
+            started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+            rows = "".join(f"1380000{n}{i:03d},Name {i}\n" for i in range(10)).encode()
+            expect(await upload(app, ws, audience["id"], started["id"], b"mobile,name\n" + rows), 200)
+            staged.append((audience, started))
+
+        async def unrelated_read() -> httpx.Response:
+            return await app.client.get(ws_url(ws, "audiences"), headers=app.admin())
+
+        # An unrelated read while the commits run is served too.
+        listed, *committed = await asyncio.gather(
+            unrelated_read(),
+            *(
+                commit(app, ws, audience["id"], started["id"], audience["version"])
+                for audience, started in staged
+            ),
+        )
+
+    assert [response.status_code for response in committed] == [201] * 8, [r.text for r in committed]
+    assert {response.json()["recipientCount"] for response in committed} == {10}
+    assert listed.status_code == 200
+    assert len(listed.json()["items"]) == 8

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.integration.execution._world import build_world, eventually, make_agent
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory
@@ -27,6 +29,9 @@ class BreakableDatabase:
     @property
     def concurrent(self) -> bool:
         return self.inner.concurrent
+
+    def reader_beside_writer(self) -> Any:
+        return self.inner.reader_beside_writer()
 
 
 async def test_a_claimer_that_keeps_failing_shuts_the_agent_down_and_reports_why(

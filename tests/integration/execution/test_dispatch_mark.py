@@ -54,6 +54,9 @@ class _CountingFactory:
     def concurrent(self) -> bool:
         return self._inner.concurrent
 
+    def reader_beside_writer(self) -> Any:
+        return self._inner.reader_beside_writer()
+
 
 @pytest.fixture
 async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore) -> World:

@@ -454,16 +454,8 @@ class ImportService:
         now = self._deps.clock()
 
         async def attempt() -> Outcome:
-            # The checksum is read on a connection of its own while the recipients are copied. It is taken
-            # from the pool before the write transaction begins, so a commit holding SQLite's write lock
-            # never waits for a pooled connection held by writers queued behind that lock.
-            async with contextlib.AsyncExitStack() as stack:
-                reader = (
-                    await stack.enter_async_context(self._deps.uow(read_only=True))
-                    if self._deps.uow.concurrent
-                    else None
-                )
-                uow = await stack.enter_async_context(self._deps.uow())
+            # The checksum is read on a connection of its own while the recipients are copied.
+            async with self._deps.uow.reader_beside_writer() as (reader, uow):
 
                 async def commit_import() -> Outcome:
                     found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)

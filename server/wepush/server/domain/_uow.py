@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Protocol
 
@@ -79,4 +80,13 @@ class UnitOfWorkFactory(Protocol):
     def concurrent(self) -> bool:
         """Whether two units of work run on two connections at once (an in-memory SQLite database is
         one connection shared by all, so a second unit of work would join the first's transaction)."""
+        ...
+
+    def reader_beside_writer(self) -> AbstractAsyncContextManager[tuple[UnitOfWork | None, UnitOfWork]]:
+        """A read-only unit of work on a connection of its own beside a writing one, for a use case that
+        reads at length while it writes (the reader is None where the two could not run side by side).
+
+        Holding one connection while waiting for another is how a pool deadlocks: every caller holds a
+        reader and none can get a writer. So only a bounded number of callers hold a pair at once; the
+        others wait their turn before taking either connection."""
         ...

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import TracebackType
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
-from sqlalchemy.pool import SingletonThreadPool, StaticPool
+from sqlalchemy.pool import Pool, QueuePool, SingletonThreadPool, StaticPool
 
 from wepush.server.domain import Clock, utc_now
 
@@ -186,6 +189,10 @@ class SqlUnitOfWorkFactory:
     def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
         self._engine = engine
         self._clock = clock
+        capacity = _pool_capacity(engine.sync_engine.pool)
+        # Pairs may take at most half the pool, so single-connection requests are still served; with
+        # fewer than two connections in all, a pair could wait for itself.
+        self._pair_slots = asyncio.Semaphore(max(1, capacity // 4)) if capacity >= 2 else None
 
     @property
     def engine(self) -> AsyncEngine:
@@ -202,3 +209,22 @@ class SqlUnitOfWorkFactory:
 
     def __call__(self, *, read_only: bool = False) -> SqlUnitOfWork:
         return SqlUnitOfWork(self._engine, clock=self._clock, read_only=read_only)
+
+    @asynccontextmanager
+    async def reader_beside_writer(self) -> AsyncIterator[tuple[SqlUnitOfWork | None, SqlUnitOfWork]]:
+        if not self.concurrent or self._pair_slots is None:
+            async with self() as writer:
+                yield None, writer
+            return
+        # The reader first: on SQLite a writer holding the write lock must never wait for a pooled
+        # connection held by writers queued behind that lock.
+        async with self._pair_slots, self(read_only=True) as reader, self() as writer:
+            yield reader, writer
+
+
+def _pool_capacity(pool: Pool) -> int:
+    """How many connections the pool hands out at most (a large number where it has no bound)."""
+    if isinstance(pool, QueuePool):
+        overflow = pool._max_overflow
+        return 1_000_000 if overflow < 0 else pool.size() + overflow
+    return 1_000_000
