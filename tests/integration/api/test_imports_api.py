@@ -532,3 +532,60 @@ async def test_many_commits_at_once_each_get_their_snapshot_without_exhausting_t
     assert {response.json()["recipientCount"] for response in committed} == {10}
     assert listed.status_code == 200
     assert len(listed.json()["items"]) == 8
+
+
+async def test_a_duplicate_shows_the_same_fields_in_preview_and_download(tmp_path: Path) -> None:
+    # Only the mapped column is imported; the duplicate's line was not kept when it was accepted.
+    data = b"name,mobile,city\nAnn,13800000001,X\nBob,13800000001,Y\n"
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience, staged = await staged_import(app, ws, data, fieldMapping={"mobile": "mobile"})
+        preview = expect(
+            await app.client.get(
+                import_url(ws, audience["id"], staged["id"], "preview"), headers=app.admin()
+            ),
+            200,
+        )
+        download = await app.client.get(
+            import_url(ws, audience["id"], staged["id"], "errors"), headers=app.admin()
+        )
+
+    assert preview["rejected"] == [
+        {
+            "lineNumber": 3,
+            "code": "DUPLICATE_ITEM_KEY",
+            "reason": "the item key already appeared on an earlier line",
+            "raw": "13800000001",
+        }
+    ]
+    assert list(csv.reader(io.StringIO(download.text)))[1] == [
+        "3",
+        "DUPLICATE_ITEM_KEY",
+        "the item key already appeared on an earlier line",
+        "13800000001",
+    ]
+
+
+async def test_an_upload_whose_audience_is_deleted_meanwhile_fails_instead_of_reporting_staged_rows(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+
+        async def body() -> AsyncIterator[bytes]:
+            yield b"mobile,name\n13800000001,Ann\n"
+            deleted = await app.client.delete(ws_url(ws, "audiences", audience["id"]), headers=app.admin())
+            assert deleted.status_code == 204, deleted.text
+            yield b"13800000002,Bob\n"
+
+        response = await upload(app, ws, audience["id"], started["id"], body())
+        assert app.runtime.deps is not None
+        async with app.runtime.deps.uow(read_only=True) as uow:
+            left = await uow.audience_imports.count_staged(started["id"])
+
+    assert response.status_code == 404, response.text
+    assert response.json()["code"] == "RESOURCE_NOT_FOUND"
+    # The staged rows went with the failure instead of waiting a day for the retention sweep.
+    assert left.total_rows == 0

@@ -238,3 +238,11 @@ def test_a_database_password_is_masked_as_sqlalchemy_reads_the_url(tmp_path: Pat
     assert "Hidden" not in rendered
     assert "db.example.com" in rendered
     assert "******" in rendered
+
+
+def test_a_field_length_above_what_the_csv_parser_reads_is_refused_at_start(tmp_path: Path) -> None:
+    # It used to be accepted and then silently capped at the parser's 131072 characters per field.
+    environ = {"WEPUSH_DATA_DIR": str(tmp_path)}
+    assert load_config(environ={**environ, "WEPUSH_IMPORTS_MAX_FIELD_LENGTH": "131072"})
+    with pytest.raises(ConfigError, match=r"max-field-length.*131072"):
+        load_config(environ={**environ, "WEPUSH_IMPORTS_MAX_FIELD_LENGTH": "200000"})

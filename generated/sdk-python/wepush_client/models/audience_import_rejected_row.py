@@ -30,8 +30,8 @@ class AudienceImportRejectedRow(BaseModel):
     """ # noqa: E501
     line_number: Annotated[int, Field(le=9223372036854775807, strict=True, ge=1)] = Field(alias="lineNumber", json_schema_extra={"examples": [17]})
     reason: Annotated[str, Field(strict=True, max_length=1024)] = Field(json_schema_extra={"examples": ["Column count 3 does not match header count 2"]})
-    code: Annotated[str, Field(strict=True, max_length=64)] = Field(description="Stable row error code, for example COLUMN_COUNT, FIELD_TOO_LONG, MISSING_FIELD, DUPLICATE.", json_schema_extra={"examples": ["COLUMN_COUNT"]})
-    raw: Annotated[str, Field(strict=True, max_length=4096)] = Field(description="The raw line, truncated; spreadsheet formula prefixes are neutralised.")
+    code: Annotated[str, Field(strict=True, max_length=64)] = Field(description="Stable row error code, for example COLUMN_COUNT, FIELD_TOO_LONG, MISSING_FIELD, DUPLICATE_ITEM_KEY.", json_schema_extra={"examples": ["COLUMN_COUNT"]})
+    raw: Annotated[str, Field(strict=True, max_length=4096)] = Field(description="The raw line, truncated; spreadsheet formula prefixes are neutralised. A DUPLICATE_ITEM_KEY row was accepted when it was read, so its line is not kept; it shows the row's imported fields in column order, as CSV.")
     __properties: ClassVar[List[str]] = ["lineNumber", "reason", "code", "raw"]
 
     model_config = ConfigDict(

@@ -28,11 +28,11 @@ export interface AudienceImportRejectedRow {
      */
     reason: string;
     /**
-     * Stable row error code, for example COLUMN_COUNT, FIELD_TOO_LONG, MISSING_FIELD, DUPLICATE.
+     * Stable row error code, for example COLUMN_COUNT, FIELD_TOO_LONG, MISSING_FIELD, DUPLICATE_ITEM_KEY.
      */
     code: string;
     /**
-     * The raw line, truncated; spreadsheet formula prefixes are neutralised.
+     * The raw line, truncated; spreadsheet formula prefixes are neutralised. A DUPLICATE_ITEM_KEY row was accepted when it was read, so its line is not kept; it shows the row's imported fields in column order, as CSV.
      */
     raw: string;
 }

@@ -22,6 +22,7 @@ from wepush.server.application._accounts_access import authorize_audited, ensure
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._import_coding import ContentCoding, content_coding, decoded
 from wepush.server.application._import_errors import ContentRejected, ImportLimitError, UploadTooLarge
+from wepush.server.application._import_rows import MAX_RAW_CHARS
 from wepush.server.application._import_settings import SOURCE_COLUMNS_KEY, ImportSettings, source_columns
 from wepush.server.application._import_staging import StagingOutcome, stage_upload
 from wepush.server.application.auth import Principal, Role
@@ -261,6 +262,9 @@ class ImportService:
     ) -> AudienceImport:
         import_id, workspace_id = claimed.id, claimed.workspace_id
         async with self._deps.uow() as uow:
+            # The audience may have been deleted while the file was read: then the upload fails (404)
+            # rather than report rows staged for something that is gone. Held, it cannot go meanwhile.
+            await uow.audiences.get(workspace_id, claimed.audience_id, referencing=True)
             duplicates = await uow.audience_imports.mark_duplicates(import_id, among=outcome.repeated_keys)
             # Every staged row was written by this upload, so its counts need no second pass.
             counts = ImportCounts(
@@ -353,7 +357,8 @@ class ImportService:
                 import_id, first, statuses=[StagedRowStatus.ACCEPTED]
             )
             rejected = await uow.audience_imports.list_staged(import_id, first, statuses=_ERROR_STATUSES)
-        return ImportPreview(found, list(source_columns(found.options)), accepted.items, rejected.items)
+        shown = [_with_raw(row, found.columns) for row in rejected.items]
+        return ImportPreview(found, list(source_columns(found.options)), accepted.items, shown)
 
     async def _readable(
         self,
@@ -500,12 +505,13 @@ class ImportService:
 
 
 def _with_raw(row: StagedRow, fields: list[str]) -> StagedRow:
-    """A duplicate was staged as accepted, without its raw line: show its values in field order instead."""
+    """A duplicate was staged as accepted, without its raw line (a million-row file keeps no line it
+    accepted): show its imported fields in field order instead, as CSV, in preview and download alike."""
     if row.raw is not None or row.fields is None:
         return row
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="").writerow([row.fields.get(name, "") for name in fields])
-    return dataclasses.replace(row, raw=buffer.getvalue())
+    return dataclasses.replace(row, raw=buffer.getvalue()[:MAX_RAW_CHARS])
 
 
 def _counts_summary(counts: ImportCounts) -> str:

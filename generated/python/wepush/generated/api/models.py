@@ -934,13 +934,13 @@ class AudienceImportRejectedRow(BaseModel):
     )
     code: str = Field(
         ...,
-        description="Stable row error code, for example COLUMN_COUNT, FIELD_TOO_LONG, MISSING_FIELD, DUPLICATE.",
+        description="Stable row error code, for example COLUMN_COUNT, FIELD_TOO_LONG, MISSING_FIELD, DUPLICATE_ITEM_KEY.",
         examples=["COLUMN_COUNT"],
         max_length=64,
     )
     raw: str = Field(
         ...,
-        description="The raw line, truncated; spreadsheet formula prefixes are neutralised.",
+        description="The raw line, truncated; spreadsheet formula prefixes are neutralised. A DUPLICATE_ITEM_KEY row was accepted when it was read, so its line is not kept; it shows the row's imported fields in column order, as CSV.",
         max_length=4096,
     )
 

@@ -139,7 +139,11 @@ class ImportSettings(BaseModel):
     max_rows: int | None = Field(5000000, alias="max-rows", ge=1)
     max_columns: int | None = Field(200, alias="max-columns", ge=1)
     max_field_length: int | None = Field(
-        4096, alias="max-field-length", description="Characters per field.", ge=1
+        4096,
+        alias="max-field-length",
+        description="Characters per field; at most 131072, the CSV parser's own limit.",
+        ge=1,
+        le=131072,
     )
 
 
