@@ -131,3 +131,25 @@ async def test_members_are_managed_by_workspace_admins_only(tmp_path: Path) -> N
         assert (
             await app.client.put(f"{members}/u-1", headers=admin, json={"role": "VIEWER"})
         ).status_code == 200
+
+
+async def test_a_member_role_set_in_the_tokens_own_workspace_replaces_the_role_it_was_issued_with(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as app:
+        ws = await create_workspace(app, "team-b")
+        token_id, headers = await issue_token(app, ws, "OPERATOR")
+        members = f"{API}/workspaces/{ws}/members"
+        assert (
+            await app.client.post(accounts_url(ws), headers=headers, json=http_account())
+        ).status_code == 201
+
+        demoted = await app.client.put(f"{members}/{token_id}", headers=app.admin(), json={"role": "VIEWER"})
+        assert demoted.json()["role"] == "VIEWER"
+        refused = await app.client.post(accounts_url(ws), headers=headers, json=http_account("second"))
+        assert (refused.status_code, refused.json()["code"]) == (403, "ACCESS_DENIED")
+        assert (await app.client.get(accounts_url(ws), headers=headers)).status_code == 200
+
+        promoted = await app.client.put(f"{members}/{token_id}", headers=app.admin(), json={"role": "ADMIN"})
+        assert promoted.json()["role"] == "ADMIN"
+        assert (await app.client.get(members, headers=headers)).status_code == 200

@@ -69,11 +69,15 @@ class TokenAuthenticator:
                 rejected = stored
             else:
                 rejected = None
-                roles: dict[str, Role] = {}
+                # A membership is the principal's role in its workspace, also in the token's own: an
+                # ADMIN who demotes (or promotes) a token through the members API is obeyed. The role the
+                # token was issued with applies where no membership says otherwise.
+                roles: dict[str, Role] = {
+                    member.workspace_id: Role(member.role.value)
+                    for member in await uow.workspaces.memberships_of(stored.principal_id)
+                }
                 if stored.workspace_id is not None:
-                    roles[stored.workspace_id] = Role(stored.role.value)
-                for member in await uow.workspaces.memberships_of(stored.principal_id):
-                    roles.setdefault(member.workspace_id, Role(member.role.value))
+                    roles.setdefault(stored.workspace_id, Role(stored.role.value))
         if rejected is not None:
             await self._audit_rejection(rejected, now)
             return None
