@@ -249,3 +249,38 @@ async def test_idempotent_create_replays_and_refuses_a_different_body(tmp_path: 
         )
         assert changed.status_code == 409
         assert changed.json()["code"] == "IDEMPOTENCY_CONFLICT"
+
+
+async def test_schema_refusals_name_the_rule_and_never_quote_what_was_sent(tmp_path: Path) -> None:
+    # A secret typed straight into a field that wants a reference, or into an unchecked pattern.
+    pasted = "sk-live-PASTED-BEARER-9d1c"
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        body = http_account(base_url=f"https://user:{pasted}@hooks.example.com x")
+        body["config"]["auth"]["token"] = pasted
+        account = await app.client.post(accounts_url(ws), headers=app.admin(), json=body)
+        message = await app.client.post(
+            f"/api/v1/workspaces/{ws}/messages",
+            headers=app.admin(),
+            json={
+                "name": "greeting",
+                "providerId": "wepush.http",
+                "content": {
+                    "method": "POST",
+                    "path": "/notify",
+                    "headers": {"Authorization": 7},
+                    "secret": pasted,
+                },
+            },
+        )
+        nameless = await app.client.post(f"/api/v1/workspaces/{ws}/audiences", headers=app.admin(), json={})
+
+    assert account.status_code == 400
+    assert pasted not in account.text
+    issues = {e["field"]: e["message"] for e in account.json()["errors"]}
+    assert issues["/config/baseUrl"] == "does not match the required pattern"
+    assert issues["/config/auth/token"].startswith("must satisfy type=")
+    assert message.status_code == 400
+    assert pasted not in message.text
+    assert [e["field"] for e in nameless.json()["errors"]] == ["/name"]
+    assert nameless.json()["errors"][0]["message"] == "/name: is required"

@@ -33,11 +33,11 @@ from connexion.validators import (
 from jsonschema import Draft4Validator, ValidationError
 from starlette.types import Receive, Scope, Send
 
+from wepush.server.application.schema_rules import value_free_rule, violation_path
+
 _log = logging.getLogger("wepush.server.api")
 _MAX_DETAIL = 1000
 _MAX_NAME = 64
-#: Messages of these rules name schema facts or property names only, never a submitted value.
-_SAFE_MESSAGES = frozenset({"required", "additionalProperties", "minProperties", "maxProperties"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSTORABLE_RULE = "must not contain NUL (\\u0000) or an unpaired surrogate (\\ud800-\\udfff)"
 
@@ -82,23 +82,13 @@ def _path(error: ValidationError) -> str:
 
 
 def describe(error: ValidationError) -> str:
-    """A value-free description of one schema violation in a request body."""
-    return f"{_path(error)}: {_rule(error)}"[:_MAX_DETAIL]
+    """A value-free description of one schema violation in a request body (``/name: is required``)."""
+    where = "/" + "/".join(str(part) for part in violation_path(error))
+    return f"{where}: {_rule(error)}"[:_MAX_DETAIL]
 
 
 def _rule(error: ValidationError) -> str:
-    """The rule that failed, in words that never quote the instance."""
-    if error.validator in _SAFE_MESSAGES:
-        return str(error.message)
-    rule = str(error.validator)
-    constraint = error.validator_value
-    if rule in {"oneOf", "anyOf", "allOf", "not", "properties", "items", "discriminator"}:
-        return f"does not match the expected shape ({rule})"
-    if rule == "enum" and isinstance(constraint, list | tuple):
-        return f"must be one of {list(constraint)[:20]}"
-    if rule == "pattern":
-        return "does not match the required pattern"
-    return f"must satisfy {rule}={json.dumps(constraint, default=str)[:200]}"
+    return value_free_rule(error)
 
 
 def _parameter(kind: str, name: str) -> str:

@@ -17,13 +17,13 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from wepush.server.application.errors import FieldIssue
+from wepush.server.application.schema_rules import value_free_rule, violation_path
 
 __all__ = ["MAX_SCHEMA_ISSUES", "SECRET_REF_KEY", "SchemaValidators", "json_pointer", "secret_references"]
 
 SECRET_REF_KEY: Final = "$secret"  # noqa: S105 - a JSON key, not a credential
 MAX_SCHEMA_ISSUES: Final = 100
 _MESSAGE_CHARS: Final = 300
-_REQUIRED = re.compile(r"^'(?P<name>.+)' is a required property$")
 
 #: JSON-Schema keyword → the stable field-level code clients branch on.
 _CODES: Final[Mapping[str, str]] = {
@@ -61,9 +61,7 @@ def _issues_of(error: ValidationError, base: str) -> Iterator[FieldIssue]:
     code = _CODES.get(keyword, "INVALID")
     if keyword == "required":
         # Name the missing property itself, not the object that lacks it.
-        match = _REQUIRED.match(error.message)
-        name = match.group("name") if match else ""
-        yield FieldIssue(where + json_pointer([name]) if name else where, code, "is required")
+        yield FieldIssue(base + json_pointer(violation_path(error)), code, "is required")
         return
     if keyword in ("additionalProperties", "unevaluatedProperties") and isinstance(error.instance, dict):
         declared = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
@@ -76,7 +74,8 @@ def _issues_of(error: ValidationError, base: str) -> Iterator[FieldIssue]:
         for key in extras or [""]:
             yield FieldIssue(where + json_pointer([key]) if key else where, code, "is not a known field")
         return
-    yield FieldIssue(where, code, error.message[:_MESSAGE_CHARS])
+    # Never jsonschema's message: it quotes the value, which may be a secret typed into the wrong field.
+    yield FieldIssue(where, code, value_free_rule(error)[:_MESSAGE_CHARS])
 
 
 class SchemaValidators:

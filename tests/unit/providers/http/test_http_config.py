@@ -62,6 +62,13 @@ def test_seed_example_account_and_message_are_valid() -> None:
         ({"connectTimeout": "PT0S"}, "/connectTimeout", "NOT_POSITIVE"),
         ({"allowedCidrs": ["10.0.0.1/8"]}, "/allowedCidrs/0", "INVALID_CIDR"),
         ({"defaultHeaders": {"Host": "evil.example"}}, "/defaultHeaders/Host", "HEADER_FORBIDDEN"),
+        # Plain configuration is shown to every VIEWER: credentials go through auth and a secret.
+        (
+            {"defaultHeaders": {"Authorization": "Bearer x"}},
+            "/defaultHeaders/Authorization",
+            "CREDENTIALS_IN_HEADER",
+        ),
+        ({"defaultHeaders": {"X-Api-Key": "k-123"}}, "/defaultHeaders/X-Api-Key", "CREDENTIALS_IN_HEADER"),
         ({"maxRedirects": 50}, "/maxRedirects", "SCHEMA_MAXIMUM"),
         ({"unexpected": 1}, "", "SCHEMA_ADDITIONALPROPERTIES"),
     ],

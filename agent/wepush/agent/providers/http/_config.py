@@ -21,6 +21,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from yarl import URL
 
+from wepush.agent.engine import is_sensitive_name
 from wepush.agent.providers.common import (
     DEFAULT_SECRET_NAMESPACE,
     ConfigError,
@@ -208,6 +209,17 @@ def parse_account(
         issues.append(_issue("/auth/headerName", "HEADER_FORBIDDEN", "cannot carry credentials"))
     headers = tuple((str(k), str(v)) for k, v in raw.get("defaultHeaders", {}).items())
     _check_headers(headers, "/defaultHeaders", issues)
+    for name, _ in headers:
+        # A header value here is plain configuration, shown to every VIEWER of the account: a credential
+        # belongs in auth (type HEADER names any header), sealed as a secret.
+        if _HEADER_NAME.fullmatch(name) and is_sensitive_name(name):
+            issues.append(
+                _issue(
+                    f"/defaultHeaders/{name}",
+                    "CREDENTIALS_IN_HEADER",
+                    "carries a credential: use auth (type HEADER with this header name) and a secret reference",
+                )
+            )
     account = AccountConfig(
         base_url=base_url,
         default_headers=headers,
