@@ -114,6 +114,13 @@ def test_rotate_rewraps_every_secret_and_retire_waits_until_nothing_uses_a_versi
     old_ring = MasterKeyRing.load_server(environ={"KEYS": key_text}, env_var="KEYS")
     adopting = LocalEnvelopeSecretStore(old_ring, reload=lambda: load_key_ring(config))
     assert {r.name: _open(adopting, r) for r in records} == VALUES
+    # A Service started before the rotation seals what it writes next under the new active version,
+    # so retiring version 1 below cannot orphan it.
+    running = LocalEnvelopeSecretStore(
+        MasterKeyRing.load_server(environ={"KEYS": key_text}, env_var="KEYS"),
+        reload=lambda: load_key_ring(config),
+    )
+    assert running.encrypt("ws", "s-new", "token", 1, b"written after the rotation").key_version == 2
 
     assert main(["secrets", "rewrap"]) == 0
     assert "re-wrapped 0 secrets" in capsys.readouterr().out

@@ -119,6 +119,8 @@ def test_server_mode_missing_key_file_fails_closed_and_generates_nothing(tmp_pat
         json.dumps({"keys": []}),
         json.dumps({"active": 3, "keys": {"1": B64_1}}),
         "{broken json " + B64_1,
+        '{"keys": {"1": "' + B64_1 + '", "01": "' + B64_2 + '"}}',
+        '{"keys": {"1": "' + B64_1 + '", "1": "' + B64_2 + '"}}',
     ],
     ids=[
         "empty",
@@ -130,6 +132,8 @@ def test_server_mode_missing_key_file_fails_closed_and_generates_nothing(tmp_pat
         "keys-not-object",
         "active-missing",
         "broken-json",
+        "json-same-version-twice",
+        "json-same-member-twice",
     ],
 )
 def test_malformed_key_file_fails_closed_without_echoing_key_text(tmp_path: Path, text: str) -> None:

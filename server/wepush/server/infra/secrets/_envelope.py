@@ -51,7 +51,9 @@ class LocalEnvelopeSecretStore:
     def __init__(self, ring: MasterKeyRing, *, reload: Callable[[], MasterKeyRing] | None = None) -> None:
         """``reload`` reads the ring's source again: a secret wrapped by a version this process has not
         seen (a rotation run by ``wepush secrets rotate`` while the Service runs) is then opened once
-        the new version is adopted, instead of failing until a restart."""
+        the new version is adopted, instead of failing until a restart. A new secret is always sealed
+        under the source's active version, read again for it: sealed under the version this process
+        started with, it would be lost once that version is retired from the file."""
         self._ring = ring
         self._reload = reload
 
@@ -59,6 +61,12 @@ class LocalEnvelopeSecretStore:
         if key_version in self._ring.versions or self._reload is None:
             return
         self._ring.adopt(self._reload())
+
+    def _follow_rotation(self) -> None:
+        # A secret is written rarely (an account saved), so reading a small key file each time is cheap;
+        # a source that cannot be read now fails the write rather than seal under a stale version.
+        if self._reload is not None:
+            self._ring.adopt(self._reload())
 
     def __repr__(self) -> str:
         return f"LocalEnvelopeSecretStore({self._ring!r})"
@@ -76,6 +84,7 @@ class LocalEnvelopeSecretStore:
         plaintext: bytes | bytearray,
     ) -> SealedSecret:
         aad = secret_aad(workspace_id, secret_id, secret_type, record_version)
+        self._follow_rotation()
         dek = bytearray(secrets.token_bytes(_DEK_BYTES))
         try:
             nonce = secrets.token_bytes(_NONCE_BYTES)
@@ -115,6 +124,7 @@ class LocalEnvelopeSecretStore:
         if sealed.algorithm != SECRET_ALGORITHM:
             raise SecretDecryptionError()
         self._know(sealed.key_version)
+        self._follow_rotation()
         dek = self._ring.unwrap_dek(sealed.key_version, sealed.dek_nonce, sealed.encrypted_dek)
         try:
             key_version, dek_nonce, encrypted_dek = self._ring.wrap_dek(dek)

@@ -30,7 +30,7 @@ import struct
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -298,9 +298,25 @@ def _parse_version(text: str, source: str, where: str) -> int:
     return int(candidate)
 
 
+class _DuplicateMember(Exception):
+    pass
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose member names are unique (``json`` keeps the last of two silently)."""
+    members: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in members:
+            raise _DuplicateMember(f"member {name[:20]!r}")
+        members[name] = value
+    return members
+
+
 def _parse_json(text: str, source: str) -> tuple[dict[int, bytes], int | None]:
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_unique_members)
+    except _DuplicateMember as duplicate:
+        raise MasterKeyError(f"{source}: {duplicate} appears twice") from None
     except ValueError:
         raise MasterKeyError(f"{source} is not valid JSON") from None
     if not isinstance(document, dict) or not isinstance(document.get("keys"), dict):
@@ -308,6 +324,9 @@ def _parse_json(text: str, source: str) -> tuple[dict[int, bytes], int | None]:
     keys: dict[int, bytes] = {}
     for raw_version, raw_key in document["keys"].items():
         version = _parse_version(str(raw_version), source, "the keys object")
+        if version in keys:
+            # "1" and "01" name one version; taking either silently could seal under the wrong key.
+            raise MasterKeyError(f"{source}: key version {version} appears twice")
         if not isinstance(raw_key, str):
             raise MasterKeyError(f"{source}: key version {version} must be a base64 string")
         keys[version] = _decode_key(raw_key, version, source)
