@@ -166,6 +166,17 @@ async def test_a_token_bound_to_other_overrides_refuses_the_start(tmp_path: Path
     assert detail["concurrency"]["target"] == 2
 
 
+async def test_a_token_confirmed_for_a_dry_run_cannot_start_a_real_send(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        confirmed = await confirm(app, world, {"dryRun": True})
+        refused = await start(
+            app, world, {"dryRun": False, "confirmationToken": confirmed["confirmationToken"]}
+        )
+    assert confirmed["dryRun"] is True
+    assert (refused.status_code, refused.json()["code"]) == (409, "CONFIRMATION_INVALID")
+
+
 async def test_a_forged_token_is_refused(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         world = await seed_world(app)

@@ -65,6 +65,8 @@ def run_binding(job: Job, snapshot: RunSnapshot) -> str:
             "message": [snapshot.message.id, snapshot.message.revision],
             "audience": [snapshot.audience.snapshot_id, snapshot.audience.recipient_count],
             "policies": snapshot.policies,
+            # What was confirmed was a dry run or a real send; one cannot stand for the other.
+            "dryRun": snapshot.dry_run,
         }
     )
 
