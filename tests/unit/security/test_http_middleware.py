@@ -285,6 +285,22 @@ def test_cors_origins_must_be_exact(origin: str) -> None:
         cors_middleware_options([origin])
 
 
+@pytest.mark.parametrize(
+    ("listed", "as_browsers_send_it"),
+    [
+        ("http://[::1]:3000", "http://[::1]:3000"),
+        ("https://app.example.com:443", "https://app.example.com"),
+        ("http://app.example.com:80/", "http://app.example.com"),
+        ("HTTPS://App.Example.com:8443", "https://app.example.com:8443"),
+    ],
+)
+def test_cors_origins_are_spelled_as_browsers_send_them(listed: str, as_browsers_send_it: str) -> None:
+    options = cors_middleware_options([listed])
+
+    assert options is not None
+    assert options["allow_origins"] == [as_browsers_send_it]
+
+
 def test_cors_options_do_not_allow_credentials() -> None:
     options = cors_middleware_options(["http://127.0.0.1:5173"])
 

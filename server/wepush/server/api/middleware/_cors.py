@@ -31,8 +31,12 @@ def _normalize_origin(origin: str) -> str:
         or parts.username is not None
     ):
         raise ValueError(f"CORS origin {origin!r} must be an exact scheme://host[:port] (no wildcards)")
-    port = f":{parts.port}" if parts.port is not None else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
+    # Spelled as browsers send the Origin header: IPv6 literals in brackets, the scheme's default port
+    # left out (an origin that never matches would refuse the listed site without saying why).
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = 443 if parts.scheme == "https" else 80
+    port = f":{parts.port}" if parts.port is not None and parts.port != default else ""
+    return f"{parts.scheme}://{host}{port}"
 
 
 def cors_middleware_options(allowed_origins: Sequence[str]) -> CorsOptions | None:
