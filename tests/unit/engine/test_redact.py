@@ -21,6 +21,9 @@ from wepush.agent.engine import SecretMasker, redact_diagnostic
         ('{"appSecret": "correct horse battery"} rejected', "horse battery"),
         ("{'operation': 'REPLACE', 'value': 'hunter2xyz'}", "hunter2xyz"),
         ("login failed: pwd=hunter22; retry", "hunter22"),
+        # An access-log line has no scheme, so no URL rule sees it; the name is percent-encoded.
+        ("GET /api/v1/workspaces/w/accounts?access%5Ftoken=QSECRET444 200", "QSECRET444"),
+        ("GET /x?page=2&%61pi%4Bey=QSECRET555 200", "QSECRET555"),
     ],
 )
 def test_a_diagnostic_never_keeps_a_credential(text: str, secret: str) -> None:

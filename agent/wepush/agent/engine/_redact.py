@@ -88,7 +88,8 @@ _AUTHORIZATION = re.compile(
 # name, separator, then the value: quoted ("...", '...', or \"...\" inside an encoded JSON string) up to
 # its closing quote, or else one bare word. An unclosed quote runs to the end of the line (masked whole).
 _NAME_VALUE = re.compile(
-    r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63})"
+    # A name may be percent-encoded (``access%5Ftoken=`` in a logged query string) and is judged decoded.
+    r"(?<![A-Za-z0-9_.%-])(?P<name>(?:[A-Za-z_]|%[0-9A-Fa-f]{2})(?:[A-Za-z0-9_.-]|%[0-9A-Fa-f]{2}){0,63})"
     r"(?P<sep>\\?[\"']?[ \t]*[=:][ \t]*)"
     r"(?:"
     r"(?P<dq>b?\")(?P<dqv>(?:\\.|[^\"\\\n])*)(?P<dqc>\"?)"
@@ -181,7 +182,7 @@ def _mask_name_values(text: str) -> str:
 def _masked_pair(match: re.Match[str], spans: list[tuple[int, int]]) -> str | None:
     """The pair with its value masked, or ``None`` when the name is not sensitive."""
     name = match.group("name")
-    if not is_sensitive_name(name):
+    if not is_sensitive_name(unquote(name) if "%" in name else name):
         secret_update_value = normalize_name(name) == "value" and any(
             start <= match.start() < end for start, end in spans
         )
