@@ -95,3 +95,37 @@ async def test_a_json_body_without_a_content_type_is_read_as_the_json_it_was_val
             content=b"name=form",
         )
         assert (wrong.status_code, wrong.json()["code"]) == (415, "VALIDATION_FAILED")
+
+
+async def test_refusals_name_the_field_they_are_about(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        await create_audience(app, ws, "taken")
+        duplicate = await app.client.post(
+            ws_url(ws, "audiences"), headers=app.admin(), json={"name": "taken"}
+        )
+        spaced_key = await app.client.post(
+            ws_url(ws, "audiences"),
+            headers={**app.admin(), "Idempotency-Key": "retry 1"},
+            json={"name": "k1"},
+        )
+        form = await app.client.post(
+            ws_url(ws, "audiences"),
+            headers={**app.admin(), "Content-Type": "application/x-www-form-urlencoded"},
+            content=b"name=form",
+        )
+        unimplemented = await app.client.get(ws_url(ws, "schedules"), headers=app.admin())
+
+    assert [e["field"] for e in duplicate.json()["errors"]] == ["/name"]
+    assert duplicate.json()["errors"][0]["code"] == "NAME_ALREADY_USED"
+    assert spaced_key.status_code == 400
+    assert spaced_key.json()["errors"] == [
+        {
+            "field": "Idempotency-Key",
+            "code": "INVALID",
+            "message": "Idempotency-Key must be 1..128 visible ASCII characters",
+        }
+    ]
+    assert [e["field"] for e in form.json()["errors"]] == ["Content-Type"]
+    assert unimplemented.status_code == 501
+    assert unimplemented.json()["traceId"] == unimplemented.headers["X-Trace-Id"]

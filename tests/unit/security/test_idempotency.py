@@ -84,12 +84,12 @@ def test_different_fingerprint_is_a_conflict() -> None:
     assert caught.value.status == 409
 
 
-@pytest.mark.parametrize("key", ["20260822-manual-001", "a", "x" * 255])
+@pytest.mark.parametrize("key", ["20260822-manual-001", "a", "x" * 128])
 def test_valid_idempotency_keys(key: str) -> None:
     assert validate_idempotency_key(key) == key
 
 
-@pytest.mark.parametrize("key", ["", "x" * 256, "has space", "tab\t", "ünicode", "line\nbreak"])
+@pytest.mark.parametrize("key", ["", "x" * 129, "has space", "tab\t", "ünicode", "line\nbreak"])
 def test_invalid_idempotency_keys(key: str) -> None:
     with pytest.raises(IdempotencyKeyInvalid):
         validate_idempotency_key(key)

@@ -18,6 +18,8 @@ from connexion.lifecycle import ConnexionRequest, ConnexionResponse
 from starlette.exceptions import HTTPException
 
 from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_type
+from wepush.server.domain import NameAlreadyUsed
+from wepush.server.infra.logging import current_trace_id
 
 PROBLEM_MEDIA_TYPE = PROBLEM_CONTENT_TYPE
 _log = logging.getLogger("wepush.server.api")
@@ -101,6 +103,8 @@ def problem_response(
     extra: Mapping[str, Any] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> ConnexionResponse:
+    # Every problem carries the request's trace id, also where the caller had none at hand (501s).
+    trace_id = trace_id or current_trace_id()
     body = problem_body(code, detail, status=status, trace_id=trace_id, errors=errors, extra=extra)
     return ConnexionResponse(
         status_code=body["status"],
@@ -125,6 +129,8 @@ def _field_errors(detail: str) -> list[dict[str, str]]:
         return []
     if detail.startswith("/") and ": " in detail:
         field = detail.split(": ", 1)[0]
+    elif detail.startswith("Invalid Content-type") or "media type" in detail.lower():
+        field = "Content-Type"  # the quoted token of these messages is the media type, not a field
     elif "'" in detail:
         field = detail.split("'")[1]
     else:
@@ -207,6 +213,10 @@ def _domain_extras(exc: Exception) -> tuple[list[dict[str, str]], dict[str, Any]
     issues = getattr(exc, "issues", None)
     if issues:
         errors = [issue.as_dict() for issue in issues]
+    elif isinstance(exc, NameAlreadyUsed):
+        errors = [
+            {"field": "/name", "code": "NAME_ALREADY_USED", "message": f"another {exc.resource_type} has it"}
+        ]
     current = getattr(exc, "current_state", None)
     if current is not None:
         extra["currentState"] = getattr(current, "value", str(current))

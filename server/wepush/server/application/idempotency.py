@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Final, Protocol
 
+from wepush.server.application.errors import FieldIssue
+
 __all__ = [
     "IdempotencyConflict",
     "IdempotencyKeyInvalid",
@@ -32,7 +34,8 @@ __all__ = [
     "validate_idempotency_key",
 ]
 
-MAX_KEY_LENGTH: Final = 255
+#: As the contract's Idempotency-Key parameter allows.
+MAX_KEY_LENGTH: Final = 128
 
 
 class IdempotencyConflict(Exception):
@@ -51,10 +54,11 @@ class IdempotencyKeyInvalid(Exception):
 
     def __init__(self) -> None:
         super().__init__(f"Idempotency-Key must be 1..{MAX_KEY_LENGTH} visible ASCII characters")
+        self.issues = (FieldIssue("Idempotency-Key", "INVALID", str(self)),)
 
 
 def validate_idempotency_key(key: str) -> str:
-    """Accept 1..255 visible ASCII characters; anything else would be ambiguous in logs and headers."""
+    """Accept 1..128 visible ASCII characters; anything else would be ambiguous in logs and headers."""
     if not 1 <= len(key) <= MAX_KEY_LENGTH or not all("!" <= ch <= "~" for ch in key):
         raise IdempotencyKeyInvalid()
     return key
