@@ -17,6 +17,7 @@ from tests.integration.api._support import (
     service,
     vendor_server,
 )
+from wepush.agent.providers.testing import ScriptedResponse, VendorServer
 
 
 def _unused_port() -> int:
@@ -97,3 +98,40 @@ async def test_connection_test_of_a_missing_account_is_not_found(tmp_path: Path)
             accounts_url(ws, "no-such-account", "connection-test"), headers=app.admin()
         )
         assert response.status_code == 404
+
+
+async def test_a_query_credential_is_sealed_and_sent_only_in_the_query_string(tmp_path: Path) -> None:
+    query_auth = {
+        "type": "QUERY",
+        "parameterName": "access_token",
+        "value": {"$secret": "http-account-token"},
+    }
+    async with VendorServer() as vendor, service(tmp_path, catalog=loopback_catalog()) as app:
+        vendor.enqueue("/", ScriptedResponse(204))
+        ws = await default_workspace(app)
+        created = await create_account(app, ws, http_account(base_url=vendor.url("/"), auth=query_auth))
+        assert created["config"]["auth"] == query_auth
+
+        response = await app.client.post(
+            accounts_url(ws, created["id"], "connection-test"), headers=app.admin()
+        )
+
+        assert (response.status_code, response.json()["ok"]) == (200, True)
+        [received] = vendor.requests
+        assert dict(received.query) == {"access_token": SECRET_VALUE}
+        assert "Authorization" not in received.headers
+
+
+async def test_a_credential_pasted_into_the_base_url_query_is_refused_unechoed(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        body = http_account(base_url=f"https://api.example.com/send?access_token={SECRET_VALUE}")
+
+        response = await app.client.post(accounts_url(ws), headers=app.admin(), json=body)
+
+        assert response.status_code == 422, response.text
+        issues = {(e["field"], e["code"]) for e in response.json()["errors"]}
+        assert ("/config/baseUrl", "CREDENTIALS_IN_URL") in issues
+        assert SECRET_VALUE not in response.text
+        listed = await app.client.get(accounts_url(ws), headers=app.admin())
+        assert listed.json()["items"] == []

@@ -28,7 +28,15 @@ from wepush.agent.providers.spi import (
 
 TOKEN = "tok-9f8e7d6c5b4a-secret"
 TOKEN_REF = SecretRef("default", "http-account-token")
-SECRETS = MappingSecretResolver({TOKEN_REF: TOKEN, SecretRef("default", "basic-pw"): "pw-Zx81-secret"})
+# A query credential holds characters a URL encodes, so an echo of the request URL shows it encoded.
+QUERY_KEY = "qk/7+Zx=secret"
+SECRETS = MappingSecretResolver(
+    {
+        TOKEN_REF: TOKEN,
+        SecretRef("default", "basic-pw"): "pw-Zx81-secret",
+        SecretRef("default", "query-key"): QUERY_KEY,
+    }
+)
 
 LOOPBACK_FACTORY = HttpProviderFactory(allow_loopback_for_tests=True)
 

@@ -7,6 +7,7 @@ import base64
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from urllib.parse import quote
 
 import pytest
 
@@ -22,6 +23,7 @@ from wepush.agent.providers.spi import (
 from wepush.agent.providers.testing import ScriptedResponse, VendorServer
 
 from ._http_support import (
+    QUERY_KEY,
     SECRETS,
     TOKEN,
     PinnedResolver,
@@ -335,6 +337,58 @@ async def test_basic_and_header_auth_send_the_resolved_secret(vendor: VendorServ
     expected_basic = "Basic " + base64.b64encode(b"svc:pw-Zx81-secret").decode()
     assert vendor.requests[0].headers["Authorization"] == expected_basic
     assert vendor.requests[1].headers["X-Api-Key"] == TOKEN
+
+
+QUERY_AUTH = {"type": "QUERY", "parameterName": "access_token", "value": {"$secret": "query-key"}}
+
+
+async def test_query_auth_sends_the_secret_as_a_parameter_and_masks_its_echo(vendor: VendorServer) -> None:
+    echoed = f"unknown key {QUERY_KEY} in /notify?lang=zh&access_token={quote(QUERY_KEY, safe='')}"
+    vendor.enqueue("/notify", ScriptedResponse(200, body=echoed.encode()))
+    account = account_doc(vendor.base_url, auth=QUERY_AUTH)
+    message = message_doc(query={"lang": "zh"}, saveResponseBody=True)
+
+    async with http_session(account, message) as session:
+        result = await send(session, message=message)
+        preview = await session.preview(ProviderPreviewRequest(message, recipient()))
+
+    [received] = vendor.requests
+    assert dict(received.query) == {"lang": "zh", "access_token": QUERY_KEY}
+    assert "Authorization" not in received.headers
+    assert result.response_body is not None
+    assert QUERY_KEY not in result.response_body
+    assert quote(QUERY_KEY, safe="") not in result.response_body
+    assert preview.details["url"] == vendor.url("/notify?lang=zh&access_token=******")
+    assert QUERY_KEY not in repr(preview)
+
+
+async def test_query_credential_follows_redirects_within_its_origin_only(vendor: VendorServer) -> None:
+    async with VendorServer() as other:
+        vendor.enqueue(
+            "/notify",
+            ScriptedResponse(307, headers={"Location": "/moved"}),
+        )
+        vendor.enqueue("/moved", ScriptedResponse(307, headers={"Location": other.url("/landing")}))
+        account = account_doc(vendor.base_url, auth=QUERY_AUTH, allowRedirects=True)
+
+        async with http_session(account) as session:
+            result = await send(session)
+
+        assert result.success
+        assert [dict(r.query).get("access_token") for r in vendor.requests] == [QUERY_KEY, QUERY_KEY]
+        assert "access_token" not in dict(other.requests[0].query)
+
+
+async def test_connection_test_sends_the_query_credential(vendor: VendorServer) -> None:
+    vendor.enqueue("/", ScriptedResponse(200))
+    factory = HttpProviderFactory(allow_loopback_for_tests=True)
+
+    result = await factory.test_connection(
+        account_doc(vendor.url("/"), auth=QUERY_AUTH), SECRETS, timedelta(seconds=2)
+    )
+
+    assert result.ok
+    assert dict(vendor.requests[0].query) == {"access_token": QUERY_KEY}
 
 
 async def test_dry_run_renders_but_never_connects(vendor: VendorServer) -> None:

@@ -69,6 +69,14 @@ def test_seed_example_account_and_message_are_valid() -> None:
             "CREDENTIALS_IN_HEADER",
         ),
         ({"defaultHeaders": {"X-Api-Key": "k-123"}}, "/defaultHeaders/X-Api-Key", "CREDENTIALS_IN_HEADER"),
+        ({"baseUrl": "https://api.example.com/send?access_token=t-1"}, "/baseUrl", "CREDENTIALS_IN_URL"),
+        ({"baseUrl": "https://api.example.com/send?lang=zh&apiKey=k-1"}, "/baseUrl", "CREDENTIALS_IN_URL"),
+        ({"auth": {"type": "QUERY", "value": {"$secret": "k"}}}, "/auth", "SCHEMA_REQUIRED"),
+        (
+            {"auth": {"type": "QUERY", "parameterName": "a b", "value": {"$secret": "k"}}},
+            "/auth/parameterName",
+            "SCHEMA_PATTERN",
+        ),
         ({"maxRedirects": 50}, "/maxRedirects", "SCHEMA_MAXIMUM"),
         ({"unexpected": 1}, "", "SCHEMA_ADDITIONALPROPERTIES"),
     ],
@@ -109,6 +117,9 @@ def test_loopback_base_url_is_valid_only_with_the_factory_test_setting() -> None
         ({"successCondition": {"status": []}}, "/successCondition/status", "SCHEMA_MINITEMS"),
         ({"method": "GET", "bodyTemplate": "x"}, "/bodyTemplate", "BODY_NOT_ALLOWED"),
         ({"responseBodyMaxBytes": -1}, "/responseBodyMaxBytes", "SCHEMA_MINIMUM"),
+        # A message's fixed values are plain content too; credentials belong to the account's auth.
+        ({"headers": {"Authorization": "Bearer t-1"}}, "/headers/Authorization", "CREDENTIALS_IN_HEADER"),
+        ({"query": {"access_token": "t-1"}}, "/query/access_token", "CREDENTIALS_IN_QUERY"),
     ],
 )
 def test_invalid_message_names_the_field(overrides: dict[str, Any], path: str, code: str) -> None:
@@ -116,6 +127,17 @@ def test_invalid_message_names_the_field(overrides: dict[str, Any], path: str, c
 
     assert not result.ok
     assert issue_paths(result).get(path) == code
+
+
+def test_query_auth_and_ordinary_query_parameters_are_valid() -> None:
+    query_auth = account(
+        baseUrl="https://oapi.example.com/robot/send?lang=zh",
+        auth={"type": "QUERY", "parameterName": "access_token", "value": {"$secret": "robot-token"}},
+    )
+    per_recipient = message(query={"token": "{{ recipient_token }}", "page": "1"})
+
+    assert FACTORY.validate_account(query_auth) == ValidationResult.valid()
+    assert FACTORY.validate_message(per_recipient) == ValidationResult.valid()
 
 
 def test_non_json_document_is_a_structured_issue() -> None:

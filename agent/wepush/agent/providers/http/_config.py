@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -57,6 +57,7 @@ class AuthType(enum.StrEnum):
     BEARER = "BEARER"
     BASIC = "BASIC"
     HEADER = "HEADER"
+    QUERY = "QUERY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class AuthConfig:
     username: str | None = None
     password: SecretRef | None = None
     header_name: str | None = None
+    parameter_name: str | None = None
     value: SecretRef | None = None
 
     def secret_refs(self) -> tuple[SecretRef, ...]:
@@ -161,6 +163,16 @@ def _base_url(text: str, policy: AddressPolicy, issues: list[ValidationIssue]) -
         )
     if url.fragment:
         issues.append(_issue("/baseUrl", "FRAGMENT_NOT_ALLOWED", "must not contain a fragment"))
+    if any(is_sensitive_name(name) for name in url.query):
+        # baseUrl is plain configuration every VIEWER reads; a vendor that takes its key in the query
+        # string gets it from auth type QUERY, sealed as a secret.
+        issues.append(
+            _issue(
+                "/baseUrl",
+                "CREDENTIALS_IN_URL",
+                "carries a credential in its query string: use auth (type QUERY) and a secret reference",
+            )
+        )
     if url.host and legacy_numeric_host(url.host):
         issues.append(
             _issue("/baseUrl", "ADDRESS_REFUSED", "destination address refused: non-canonical numeric host")
@@ -201,6 +213,7 @@ def parse_account(
         username=auth_raw.get("username"),
         password=secret_ref(auth_raw.get("password")),
         header_name=auth_raw.get("headerName"),
+        parameter_name=auth_raw.get("parameterName"),
         value=secret_ref(auth_raw.get("value")),
     )
     if auth.type is AuthType.BASIC and auth.username is not None and ":" in auth.username:
@@ -209,17 +222,7 @@ def parse_account(
         issues.append(_issue("/auth/headerName", "HEADER_FORBIDDEN", "cannot carry credentials"))
     headers = tuple((str(k), str(v)) for k, v in raw.get("defaultHeaders", {}).items())
     _check_headers(headers, "/defaultHeaders", issues)
-    for name, _ in headers:
-        # A header value here is plain configuration, shown to every VIEWER of the account: a credential
-        # belongs in auth (type HEADER names any header), sealed as a secret.
-        if _HEADER_NAME.fullmatch(name) and is_sensitive_name(name):
-            issues.append(
-                _issue(
-                    f"/defaultHeaders/{name}",
-                    "CREDENTIALS_IN_HEADER",
-                    "carries a credential: use auth (type HEADER with this header name) and a secret reference",
-                )
-            )
+    _refuse_plain_credentials((name for name, _ in headers), "/defaultHeaders", "HEADER", issues)
     account = AccountConfig(
         base_url=base_url,
         default_headers=headers,
@@ -234,6 +237,25 @@ def parse_account(
     if issues:
         raise ConfigError(issues)
     return account
+
+
+def _refuse_plain_credentials(
+    names: Iterable[str], where: str, place: str, issues: list[ValidationIssue]
+) -> None:
+    """Configuration is plain text every VIEWER reads: a value under a credential's name is refused.
+
+    ``place`` is HEADER or QUERY, the auth type that carries such a value sealed as a secret.
+    """
+    for name in names:
+        if (place != "HEADER" or _HEADER_NAME.fullmatch(name)) and is_sensitive_name(name):
+            issues.append(
+                _issue(
+                    f"{where}/{name}",
+                    f"CREDENTIALS_IN_{place}",
+                    f"carries a credential: use the account's auth (type {place} with this name) "
+                    "and a secret reference",
+                )
+            )
 
 
 def _check_headers(headers: tuple[tuple[str, str], ...], where: str, issues: list[ValidationIssue]) -> None:
@@ -276,6 +298,9 @@ def parse_message(document: ConfigDocument, schema: Mapping[str, Any]) -> Messag
     query = tuple(
         (str(k), Template.checked(str(v), f"/query/{k}", issues)) for k, v in raw.get("query", {}).items()
     )
+    # A fixed value is part of the message's plain content; one rendered from the Recipient is not.
+    _refuse_plain_credentials((n for n, t in headers if t.is_constant), "/headers", "HEADER", issues)
+    _refuse_plain_credentials((n for n, t in query if t.is_constant), "/query", "QUERY", issues)
     path = Template.checked(raw.get("path", ""), "/path", issues)
     if any(segment in {".", ".."} for segment in "".join(path.literals).split("/")):
         issues.append(_issue("/path", "DOT_SEGMENT", "must not contain '.' or '..' segments"))

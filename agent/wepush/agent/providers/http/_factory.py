@@ -132,7 +132,8 @@ class HttpProviderFactory:
         try:
             vet_url(config.base_url, settings.policy)
             async with open_client_session(settings) as http:
-                response = await http.head(config.base_url, headers=dict(auth.headers), allow_redirects=False)
+                target = config.base_url.extend_query(dict(auth.query)) if auth.query else config.base_url
+                response = await http.head(target, headers=dict(auth.headers), allow_redirects=False)
                 response.release()
                 status = response.status
         except Exception as exc:

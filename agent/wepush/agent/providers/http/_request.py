@@ -74,10 +74,16 @@ class RequestRenderer:
 
     ``credentials`` are the authentication headers; they are merged last (they
     win over configured headers) and left out when rendering for a preview.
+    ``credential_query`` is the same for a query-string credential: appended
+    last, after the configured and rendered parameters.
     """
 
     def __init__(
-        self, account: AccountConfig, message: MessageConfig, credentials: Mapping[str, str] | None = None
+        self,
+        account: AccountConfig,
+        message: MessageConfig,
+        credentials: Mapping[str, str] | None = None,
+        credential_query: Mapping[str, str] | None = None,
     ) -> None:
         base = account.base_url
         self._method = message.method
@@ -100,9 +106,11 @@ class RequestRenderer:
         self._credentials = tuple((credentials or {}).items())
         self._dynamic_headers = tuple((n, t) for n, t in message.headers if not t.is_constant)
         self._body_escaping = escaping_for_content_type(self.content_type)
-        self._constant_url: URL | None = None
+        self._credential_query = tuple((credential_query or {}).items())
+        self._constant_urls: tuple[URL, URL] | None = None
         if self._path.is_constant and all(t.is_constant for _, t in self._query):
-            self._constant_url = self._build_url(self._path.literals[0], {})
+            path = self._path.literals[0]
+            self._constant_urls = (self._build_url(path, {}, False), self._build_url(path, {}, True))
         self._constant_body: bytes | None = None
         if self._body is not None and self._body.is_constant:
             self._constant_body = self._body.literals[0].encode("utf-8")
@@ -111,17 +119,19 @@ class RequestRenderer:
     def origin(self) -> str:
         return self._origin
 
-    def _build_url(self, path: str, query: dict[str, str]) -> URL:
+    def _build_url(self, path: str, query: dict[str, str], credentials: bool) -> URL:
         # encoded=True keeps the segment encoding of rendered values exactly as made.
         url = URL(f"{self._origin}{self._base_path}{path}", encoded=True)
         params = [*self._base_query, *((n, t.literals[0]) for n, t in self._query if t.is_constant)]
         params.extend(query.items())
+        if credentials:
+            params.extend(self._credential_query)
         return url.with_query(params) if params else url
 
     def render(self, fields: Mapping[str, object], *, credentials: bool = True) -> RenderedRequest:
         """Render for one Recipient; raises ``UnknownVariableError`` or :class:`RecipientValueError`."""
-        if self._constant_url is not None:
-            url = self._constant_url
+        if self._constant_urls is not None:
+            url = self._constant_urls[credentials]
         else:
             path = (
                 self._path.render(fields, Escaping.PATH_SEGMENT)
@@ -133,7 +143,7 @@ class RequestRenderer:
                 for name, t in self._query
                 if not t.is_constant
             }
-            url = self._build_url(path, dynamic_query)
+            url = self._build_url(path, dynamic_query, credentials)
         headers = self._sending_headers if credentials else self._plain_headers
         if self._dynamic_headers:
             dynamic = headers.copy()

@@ -117,7 +117,7 @@ class HttpProviderSession(ProviderSession):
         self._policy = policy
         self._http = http
         self._clock = clock
-        self._renderer = RequestRenderer(account, message, auth.headers)
+        self._renderer = RequestRenderer(account, message, auth.headers, auth.query)
         self._closed = False
         self._timeouts = RequestTimeouts(account.connect_timeout, account.request_timeout)
 
@@ -150,11 +150,12 @@ class HttpProviderSession(ProviderSession):
         if isinstance(rendered, ProviderResult):
             return failed_preview(rendered.provider_code, rendered.diagnostic)
         headers = {**dict(rendered.headers.items()), **self._auth.masked()}
+        url = rendered.url.extend_query(self._auth.masked_query())
         body = "" if rendered.body is None else rendered.body.decode("utf-8", errors="replace")
         return PreviewResult(
             content_type=self._renderer.content_type or "application/octet-stream",
             rendered=body,
-            details={"method": rendered.method, "url": str(rendered.url), "headers": headers},
+            details={"method": rendered.method, "url": str(url), "headers": headers},
         )
 
     async def close(self) -> None:
@@ -207,6 +208,9 @@ class HttpProviderSession(ProviderSession):
                         except AddressRefusedError as exc:
                             return _fail("HTTP_REDIRECT_REFUSED", f"redirect refused: {exc.reason}")
                         method, body, headers = self._redirected(status, method, body, headers, url, next_url)
+                        if self._auth.query and next_url.origin() == url.origin():
+                            # As the headers do: the credential goes along within its origin only.
+                            next_url = next_url.update_query(dict(self._auth.query))
                         url = next_url
                         origin = str(url.origin())
                         continue
