@@ -8,6 +8,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers_app import RunningApp
 from tests.integration.api._support import accounts_url, default_workspace, http_account, service
 from tests.integration.api._support_content import (
@@ -22,6 +24,10 @@ from tests.integration.api._support_content import (
     upload,
     ws_url,
 )
+from tests.integration.api._support_runs import confirm, seed_world, start
+from tests.integration.api._support_runs import service as runs_service
+from wepush.server.domain import IdempotencyRecord
+from wepush.server.infra.db import SqlIdempotencyRepository
 
 #: Enough simultaneous copies that, without the second run, some lose the race on PostgreSQL every time.
 COPIES = 4
@@ -86,3 +92,52 @@ async def test_simultaneous_first_requests_with_one_key_get_one_resource(
         assert (await create_message(app, ws, "after"))["name"] == "after"
         assert (await create_audience(app, ws, "after"))["name"] == "after"
         assert (await start_import(app, ws, audience["id"]))["state"] == "CREATED"
+
+
+async def test_simultaneous_starts_with_one_key_and_one_confirmation_start_one_run(
+    tmp_path: Path, database_backend: str, database_url: str
+) -> None:
+    async with runs_service(
+        tmp_path, WEPUSH_DATABASE_TYPE=database_backend, WEPUSH_DATABASE_URL=database_url
+    ) as app:
+        world = await seed_world(app)
+        token = (await confirm(app, world))["confirmationToken"]
+        answers = await asyncio.gather(
+            *(start(app, world, {"confirmationToken": token}, key="start-1") for _ in range(COPIES))
+        )
+        runs = expect(await app.client.get(world.runs_url(), headers=app.admin()), 200)
+
+    started = _one_answer([expect(answer, 202) for answer in answers])
+    assert [run["id"] for run in runs["items"]] == [started["id"]]
+
+
+async def test_a_start_that_looked_up_its_key_before_the_winner_committed_replays_the_winner(
+    tmp_path: Path, database_backend: str, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On PostgreSQL the loser's key lookup can run before the winner commits and its look for the
+    # confirmation's run after: it finds the run its own first try started. That is the same request,
+    # to be replayed, not a second use of the confirmation (409 CONFIRMATION_INVALID).
+    async with runs_service(
+        tmp_path, WEPUSH_DATABASE_TYPE=database_backend, WEPUSH_DATABASE_URL=database_url
+    ) as app:
+        world = await seed_world(app)
+        body = {"confirmationToken": (await confirm(app, world))["confirmationToken"]}
+        first = expect(await start(app, world, body, key="start-1"), 202)
+        found = SqlIdempotencyRepository.find
+        blind = [True]
+
+        async def before_the_commit(self: SqlIdempotencyRepository, *args: Any) -> IdempotencyRecord | None:
+            if blind:
+                blind.clear()
+                return None
+            return await found(self, *args)
+
+        monkeypatch.setattr(SqlIdempotencyRepository, "find", before_the_commit)
+        again = await start(app, world, body, key="start-1")
+        other_key = await start(app, world, body, key="start-2")
+        runs = expect(await app.client.get(world.runs_url(), headers=app.admin()), 200)
+
+    assert expect(again, 202) == first
+    assert not blind
+    assert (other_key.status_code, other_key.json()["code"]) == (409, "CONFIRMATION_INVALID")
+    assert [run["id"] for run in runs["items"]] == [first["id"]]

@@ -30,6 +30,7 @@ from wepush.server.api._render_content import error_csv
 from wepush.server.application import imports as imports_module
 from wepush.server.application.import_retention import discard_staging_in_batches
 from wepush.server.application.imports import ImportService
+from wepush.server.domain import ImportState
 
 LONG_NAME = "N" * 5000  # over the default 4096-character field limit
 
@@ -589,3 +590,45 @@ async def test_an_upload_whose_audience_is_deleted_meanwhile_fails_instead_of_re
     assert response.json()["code"] == "RESOURCE_NOT_FOUND"
     # The staged rows went with the failure instead of waiting a day for the retention sweep.
     assert left.total_rows == 0
+
+
+async def test_an_upload_that_read_the_import_before_another_claimed_it_gets_a_state_conflict(
+    tmp_path: Path, database_backend: str, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two uploads to one import at once, on PostgreSQL: both read it CREATED, one claims it, the other's
+    # conditional update finds a newer version. The loser is told what the winner did to the import,
+    # never a VERSION_CONFLICT that no retry of an upload could fix.
+    async with service(
+        tmp_path, WEPUSH_DATABASE_TYPE=database_backend, WEPUSH_DATABASE_URL=database_url
+    ) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws, "raced-upload")
+        started = await start_import(app, ws, audience["id"])
+        url = import_url(ws, audience["id"], started["id"])
+        read = ImportService._import_of
+        first_read: list[Any] = []
+        loser_reads: list[Any] = []
+        winner_done = False
+
+        async def before_the_winner(self: ImportService, *args: Any) -> Any:
+            found = await read(self, *args)
+            if not first_read:
+                first_read.append(found)  # the winner's claim reads the import CREATED
+            elif loser_reads == [] and winner_done:
+                loser_reads.append(found)
+                return first_read[0]  # the loser read it at the same moment
+            return found
+
+        monkeypatch.setattr(ImportService, "_import_of", before_the_winner)
+        winner = await upload(app, ws, audience["id"], started["id"], b"mobile,name\n1380001,Ann\n")
+        winner_done = True
+        loser = await upload(app, ws, audience["id"], started["id"], b"mobile,name\n1380002,Bob\n")
+        stored = expect(await app.client.get(url, headers=app.admin()), 200)
+
+    assert expect(winner, 200)["state"] == "STAGED"
+    assert first_read[0].state is ImportState.CREATED
+    assert len(loser_reads) == 1
+    problem = loser.json()
+    assert (loser.status_code, problem["code"]) == (409, "IMPORT_STATE_CONFLICT"), problem
+    assert "STAGED" in problem["detail"]
+    assert (stored["state"], stored["counts"]["acceptedRows"]) == ("STAGED", 1)

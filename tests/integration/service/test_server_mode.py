@@ -4,12 +4,16 @@ What one instance stores, the other serves; neither keeps artifacts of its own."
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.s3 import S3Bucket
-from tests.integration.api._support_runs import add_artifact, seed_world, service, start_confirmed
+from tests.helpers_app import RunningApp
+from tests.integration.api._support import default_workspace
+from tests.integration.api._support_runs import add_artifact, seed_world, service, start_confirmed, uow
+from wepush.server.domain import Agent, AgentStatus, PageRequest
 from wepush.server.infra.secrets import MasterKeyRing
 
 pytestmark = pytest.mark.postgres
@@ -17,18 +21,22 @@ pytestmark = pytest.mark.postgres
 CONTENT = b'{"itemId":"13800000001","state":"SUCCEEDED"}\n' * 1000
 
 
-async def test_two_instances_share_the_database_and_the_bucket(
-    tmp_path: Path, postgres_url: str, s3_env: dict[str, str], s3_bucket: S3Bucket
-) -> None:
+def _server_env(tmp_path: Path, postgres_url: str, s3_env: dict[str, str]) -> dict[str, str]:
     master_key = tmp_path / "secrets" / "master.key"
     MasterKeyRing.create_standalone(master_key)  # server mode only reads it: the operator provisions it
-    env = {
+    return {
         **s3_env,
         "WEPUSH_MODE": "server",
         "WEPUSH_DATABASE_TYPE": "postgresql",
         "WEPUSH_DATABASE_URL": postgres_url,
         "WEPUSH_SECRETS_MASTER_KEY_FILE": str(master_key),
     }
+
+
+async def test_two_instances_share_the_database_and_the_bucket(
+    tmp_path: Path, postgres_url: str, s3_env: dict[str, str], s3_bucket: S3Bucket
+) -> None:
+    env = _server_env(tmp_path, postgres_url, s3_env)
     async with service(tmp_path / "a", **env) as first, service(tmp_path / "b", **env) as second:
         world = await seed_world(first)
         run_id = await start_confirmed(first, world)
@@ -47,3 +55,39 @@ async def test_two_instances_share_the_database_and_the_bucket(
     objects = s3_bucket.client.list_objects_v2(Bucket=s3_bucket.name)["Contents"]
     assert [o["Key"] for o in objects] == [artifact.storage_key]
     assert not await asyncio.to_thread(lambda: [p for p in tmp_path.rglob("*.jsonl") if p.is_file()])
+
+
+async def _embedded_agents(app: RunningApp, workspace_id: str) -> dict[str, Agent]:
+    async with uow(app)(read_only=True) as work:
+        page = await work.agents.list_page(workspace_id, PageRequest(limit=100))
+    return {agent.display_name: agent for agent in page.items}
+
+
+async def test_instances_on_one_host_keep_their_own_embedded_agent_across_restarts(
+    tmp_path: Path, postgres_url: str, s3_env: dict[str, str]
+) -> None:
+    env = {**_server_env(tmp_path, postgres_url, s3_env), "WEPUSH_AGENT_EMBEDDED_ENABLED": "true"}
+    host = socket.gethostname()
+    async with service(tmp_path / "a", **env, WEPUSH_SERVER_PORT="18991") as first:
+        workspace_id = await default_workspace(first)
+        async with service(tmp_path / "b", **env, WEPUSH_SERVER_PORT="18992") as second:
+            assert second.runtime.embedded_agent is not None
+            second_id = second.runtime.embedded_agent.agent_id
+        # The second instance stopped; the first, still sending, must not look stopped too.
+        stopped = await _embedded_agents(first, workspace_id)
+        async with service(tmp_path / "b", **env, WEPUSH_SERVER_PORT="18992") as restarted:
+            assert restarted.runtime.embedded_agent is not None
+            restarted_id = restarted.runtime.embedded_agent.agent_id
+            running = await _embedded_agents(first, workspace_id)
+
+    a, b = f"embedded@{host}:18991", f"embedded@{host}:18992"
+    assert {name: agent.status for name, agent in stopped.items()} == {
+        a: AgentStatus.ONLINE,
+        b: AgentStatus.STOPPED,
+    }
+    # A restart finds its own row again (and with it the leases a dead predecessor held), never the other's.
+    assert restarted_id == second_id == running[b].id
+    assert {name: agent.status for name, agent in running.items()} == {
+        a: AgentStatus.ONLINE,
+        b: AgentStatus.ONLINE,
+    }

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -246,3 +247,33 @@ def test_a_field_length_above_what_the_csv_parser_reads_is_refused_at_start(tmp_
     assert load_config(environ={**environ, "WEPUSH_IMPORTS_MAX_FIELD_LENGTH": "131072"})
     with pytest.raises(ConfigError, match=r"max-field-length.*131072"):
         load_config(environ={**environ, "WEPUSH_IMPORTS_MAX_FIELD_LENGTH": "200000"})
+
+
+def _server(tmp_path: Path, **env: str) -> dict[str, str]:
+    return {
+        "WEPUSH_MODE": "server",
+        "WEPUSH_DATABASE_TYPE": "postgresql",
+        "WEPUSH_DATABASE_URL": "postgresql+asyncpg://wepush@db.internal/wepush",
+        "WEPUSH_DATA_DIR": str(tmp_path),
+        **env,
+    }
+
+
+def test_each_server_instance_on_a_host_gets_its_own_agent_name(tmp_path: Path) -> None:
+    host = socket.gethostname()
+    first = load_config(environ=_server(tmp_path, WEPUSH_SERVER_PORT="18991"))
+    second = load_config(environ=_server(tmp_path, WEPUSH_SERVER_PORT="18992"))
+    standalone = load_config(environ={"WEPUSH_DATA_DIR": str(tmp_path)})
+
+    assert (first.embedded_agent_name, second.embedded_agent_name) == (
+        f"embedded@{host}:18991",
+        f"embedded@{host}:18992",
+    )
+    assert standalone.embedded_agent_name == "embedded"
+
+
+def test_a_configured_agent_name_wins_and_is_validated(tmp_path: Path) -> None:
+    named = load_config(environ=_server(tmp_path, WEPUSH_AGENT_EMBEDDED_NAME="eu-west-1a"))
+    assert named.embedded_agent_name == "eu-west-1a"
+    with pytest.raises(ConfigError, match=r"agent\.embedded\.name"):
+        load_config(environ=_server(tmp_path, WEPUSH_AGENT_EMBEDDED_NAME="two words"))

@@ -30,6 +30,7 @@ from wepush.server.application.execution import (
 )
 from wepush.server.domain import (
     RESENDABLE_ITEM_STATES,
+    DuplicateResource,
     ItemState,
     Job,
     Run,
@@ -145,6 +146,10 @@ async def create_run(
     digest = confirmation_digest(confirmation) if confirmation else None
     if digest is not None:
         earlier = await uow.runs.find_by_confirmation(snapshot.workspace_id, digest)
+        if earlier is not None and key_hash is not None and earlier.idempotency_key_hash == key_hash:
+            # This request's own first try, committed after this try looked up the key (PostgreSQL):
+            # a lost race, so the caller runs again and replays the winner's answer.
+            raise DuplicateResource("run", "a start with this Idempotency-Key has just committed")
         if earlier is not None:
             raise ConfirmationInvalid(f"it already started run {earlier.id}")
     run = await uow.runs.add(

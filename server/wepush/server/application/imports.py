@@ -303,9 +303,15 @@ class ImportService:
             found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
             state = _effective(found, now).state
             if state is ImportState.CREATED:
-                return await uow.audience_imports.update(
-                    dataclasses.replace(found, state=ImportState.STAGING)
-                )
+                try:
+                    return await uow.audience_imports.update(
+                        dataclasses.replace(found, state=ImportState.STAGING)
+                    )
+                except VersionConflict:
+                    # Another upload to this import claimed it first (another request, maybe on
+                    # another instance): name the state it left the import in.
+                    again = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
+                    state = _effective(again, now).state
         raise ImportStateConflict(import_id, state.value, "accept content")
 
     async def _fail(

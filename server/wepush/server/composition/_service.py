@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import stat
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -387,8 +386,7 @@ class ServiceRuntime:
         settings = EmbeddedAgentSettings(
             max_runs=self.config.agent.max_runs,
             max_concurrency=self.config.agent.max_concurrency,
-            # A restart must find its own leases again; several server instances must not share a name.
-            agent_name="embedded" if self.config.standalone else f"embedded@{socket.gethostname()}",
+            agent_name=self.config.embedded_agent_name,
         )
         return EmbeddedAgent(
             uow=self.uow,

@@ -57,7 +57,7 @@ _DEFAULTS: dict[str, Any] = {
             "master-key-file": "${WEPUSH_CONFIG_DIR}/master.key",
             "master-key-env": None,
         },
-        "agent": {"embedded": {"enabled": True, "max-runs": 2, "max-concurrency": 200}},
+        "agent": {"embedded": {"enabled": True, "max-runs": 2, "max-concurrency": 200, "name": None}},
         "security": {
             "remote-access": False,
             "bootstrap-token-file": "${WEPUSH_DATA_DIR}/bootstrap-admin.token",

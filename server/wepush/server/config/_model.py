@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -58,6 +59,8 @@ class AgentSettings:
     embedded_enabled: bool
     max_runs: int
     max_concurrency: int
+    name: str | None = None
+    """The configured agent name; ``None`` lets the Service derive one per process."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,20 @@ class ServiceConfig:
     def standalone(self) -> bool:
         return self.mode == "standalone"
 
+    @property
+    def embedded_agent_name(self) -> str:
+        """The name this process's embedded agent registers under.
+
+        A restart must find its own leases again, so the name is stable for one instance; two live
+        instances must never share one, or one's start recovers (revokes) the other's leases. In server
+        mode several instances may share a host, and only their ports tell them apart there.
+        """
+        if self.agent.name is not None:
+            return self.agent.name
+        if self.standalone:
+            return "embedded"
+        return f"embedded@{socket.gethostname()}:{self.server.port}"
+
 
 def _opt(value: Any) -> str | None:
     return None if value in (None, "") else str(value)
@@ -182,6 +199,7 @@ def build_config(document: dict[str, Any], data_dir: Path, config_dir: Path) -> 
             embedded_enabled=bool(embedded["enabled"]),
             max_runs=int(embedded["max-runs"]),
             max_concurrency=int(embedded["max-concurrency"]),
+            name=_opt(embedded.get("name")),
         ),
         security=SecuritySettings(
             remote_access=bool(security["remote-access"]),

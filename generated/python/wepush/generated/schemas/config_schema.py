@@ -50,6 +50,13 @@ class EmbeddedAgentSettings(BaseModel):
     enabled: bool | None = True
     max_runs: int | None = Field(2, alias="max-runs", ge=1)
     max_concurrency: int | None = Field(200, alias="max-concurrency", ge=1)
+    name: str | None = Field(
+        None,
+        description='This instance\'s agent name, kept across restarts: on start, leases still held under it belong to a process that died and are recovered at once. Every live instance needs its own. Unset: "embedded" in standalone mode, "embedded@<host>:<port>" in server mode.',
+        max_length=128,
+        min_length=1,
+        pattern="^[A-Za-z0-9][A-Za-z0-9@._:-]*$",
+    )
 
 
 class RateLimitSettings(BaseModel):
