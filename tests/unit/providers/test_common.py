@@ -24,6 +24,8 @@ EXPECTED = {
     "read_capped",
     "scalar_text",
     "secret_ref",
+    "value_free_rule",
+    "violation_path",
 }
 
 

@@ -33,7 +33,7 @@ from connexion.validators import (
 from jsonschema import Draft4Validator, ValidationError
 from starlette.types import Receive, Scope, Send
 
-from wepush.server.application.schema_rules import value_free_rule, violation_path
+from wepush.agent.providers.common._schema_rules import value_free_rule, violation_path
 
 _log = logging.getLogger("wepush.server.api")
 _MAX_DETAIL = 1000

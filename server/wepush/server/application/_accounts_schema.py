@@ -16,8 +16,8 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
+from wepush.agent.providers.common._schema_rules import value_free_rule, violation_path
 from wepush.server.application.errors import FieldIssue
-from wepush.server.application.schema_rules import value_free_rule, violation_path
 
 __all__ = ["MAX_SCHEMA_ISSUES", "SECRET_REF_KEY", "SchemaValidators", "json_pointer", "secret_references"]
 

@@ -54,9 +54,9 @@ def test_seed_example_account_and_message_are_valid() -> None:
         ({"baseUrl": "http://127.0.0.1:8080"}, "/baseUrl", "ADDRESS_REFUSED"),
         ({"baseUrl": "http://[::ffff:10.0.0.1]/"}, "/baseUrl", "ADDRESS_REFUSED"),
         ({"baseUrl": "http://2130706433/"}, "/baseUrl", "ADDRESS_REFUSED"),
-        ({"auth": {"type": "BEARER"}}, "/auth", "SCHEMA_REQUIRED"),
+        ({"auth": {"type": "BEARER"}}, "/auth/token", "SCHEMA_REQUIRED"),
         ({"auth": {"type": "BEARER", "token": "plain-text-token"}}, "/auth/token", "SCHEMA_TYPE"),
-        ({"auth": {"type": "BASIC", "username": "u"}}, "/auth", "SCHEMA_REQUIRED"),
+        ({"auth": {"type": "BASIC", "username": "u"}}, "/auth/password", "SCHEMA_REQUIRED"),
         ({"auth": {"type": "DIGEST"}}, "/auth/type", "SCHEMA_ENUM"),
         ({"connectTimeout": "5"}, "/connectTimeout", "SCHEMA_PATTERN"),
         ({"connectTimeout": "PT0S"}, "/connectTimeout", "NOT_POSITIVE"),
@@ -71,7 +71,7 @@ def test_seed_example_account_and_message_are_valid() -> None:
         ({"defaultHeaders": {"X-Api-Key": "k-123"}}, "/defaultHeaders/X-Api-Key", "CREDENTIALS_IN_HEADER"),
         ({"baseUrl": "https://api.example.com/send?access_token=t-1"}, "/baseUrl", "CREDENTIALS_IN_URL"),
         ({"baseUrl": "https://api.example.com/send?lang=zh&apiKey=k-1"}, "/baseUrl", "CREDENTIALS_IN_URL"),
-        ({"auth": {"type": "QUERY", "value": {"$secret": "k"}}}, "/auth", "SCHEMA_REQUIRED"),
+        ({"auth": {"type": "QUERY", "value": {"$secret": "k"}}}, "/auth/parameterName", "SCHEMA_REQUIRED"),
         (
             {"auth": {"type": "QUERY", "parameterName": "a b", "value": {"$secret": "k"}}},
             "/auth/parameterName",
@@ -153,3 +153,19 @@ def test_every_schema_violation_is_reported_at_once() -> None:
     result = FACTORY.validate_account(account(connectTimeout="soon", maxRedirects=-1, tlsVerify="yes"))
 
     assert set(issue_paths(result)) >= {"/connectTimeout", "/maxRedirects", "/tlsVerify"}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"auth": "sk-live-0123456789abcdef"},
+        {"auth": {"type": "BEARER", "token": "sk-live-0123456789abcdef"}},
+        {"tlsVerify": "sk-live-0123456789abcdef"},
+    ],
+)
+def test_a_schema_violation_names_the_rule_without_quoting_the_value(overrides: dict[str, Any]) -> None:
+    result = FACTORY.validate_account(account(**overrides))
+
+    assert not result.ok
+    for found in result.issues:
+        assert "sk-live" not in found.message, found

@@ -128,6 +128,35 @@ def test_configurations_are_validated_per_field(
         assert path in [issue.path for issue in result.issues], result.issues
 
 
+PASTED = "sk-live-0123456789abcdef"
+
+# (provider, account or message, a document with a secret pasted where a reference or another type belongs)
+PASTED_CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "password": PASTED}),
+    ("feishu", "account", {"webhook": PASTED}),
+    ("aliyun", "account", {"accessKeyId": SECRET, "accessKeySecret": PASTED, "signName": "s"}),
+    ("mini", "account", {"appId": "wx0123456789abcdef", "appSecret": PASTED}),
+    ("wecom-app", "account", {"corpId": "ww01", "corpSecret": SECRET, "agentId": PASTED}),
+    ("dingtalk", "message", {"msgType": "text", "content": "x", "atMobiles": PASTED}),
+]
+
+
+@pytest.mark.parametrize(("provider", "kind", "document"), PASTED_CASES)
+def test_a_schema_violation_names_the_rule_without_quoting_the_value(
+    provider: str, kind: str, document: dict[str, Any]
+) -> None:
+    factory = FACTORIES[provider]
+    config = ConfigDocument.from_json(f"{provider}/{kind}", "1", document)
+
+    result = factory.validate_account(config) if kind == "account" else factory.validate_message(config)
+
+    assert not result.ok
+    assert result.issues
+    for found in result.issues:
+        assert PASTED not in found.message
+        assert "sk-live" not in found.message
+
+
 def test_a_document_that_is_not_json_is_refused() -> None:
     result = FACTORIES["feishu"].validate_account(ConfigDocument("a", "1", "application/json", b"{nope"))
 

@@ -2,7 +2,8 @@
 
 The ``{{variable}}`` template language (one implementation, so every channel
 fills Recipient fields the same way and refuses the same expressions) and the
-configuration rules every channel follows (secret references, durations), the
+configuration rules every channel follows (secret references, durations, schema
+violations worded without the value), the
 aiohttp rules every HTTP channel follows (bounded response bodies, timeouts cut
 short by the item's deadline), binding a send to the Run's cancellation token
 and the shape of a preview that could not render. Like a
@@ -15,6 +16,7 @@ from __future__ import annotations
 from ._cancel import await_cancellable
 from ._config import DEFAULT_SECRET_NAMESPACE, ConfigError, duration_field, secret_ref
 from ._preview import failed_preview
+from ._schema_rules import value_free_rule, violation_path
 from ._template import RenderProblem, Template, TemplateSyntaxError, UnknownVariableError, scalar_text
 from ._transport import RequestTimeouts, read_capped
 
@@ -32,4 +34,6 @@ __all__ = [
     "read_capped",
     "scalar_text",
     "secret_ref",
+    "value_free_rule",
+    "violation_path",
 ]

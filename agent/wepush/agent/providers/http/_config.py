@@ -28,6 +28,8 @@ from wepush.agent.providers.common import (
     Template,
     duration_field,
     secret_ref,
+    value_free_rule,
+    violation_path,
 )
 from wepush.agent.providers.spi import ConfigDocument, SecretRef, ValidationIssue
 
@@ -141,7 +143,8 @@ def _load(document: ConfigDocument, schema: Mapping[str, Any]) -> tuple[Any, lis
         return None, [_issue("", "NOT_JSON", f"configuration is not a JSON document: {type(exc).__name__}")]
     validator = Draft202012Validator(dict(schema))
     issues = [
-        _issue(_pointer(err.absolute_path), f"SCHEMA_{str(err.validator).upper()}", err.message[:300])
+        # Worded without the value: a secret pasted into the wrong field must not come back.
+        _issue(_pointer(violation_path(err)), f"SCHEMA_{str(err.validator).upper()}", value_free_rule(err))
         for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
     ]
     return raw, issues

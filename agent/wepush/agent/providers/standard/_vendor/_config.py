@@ -8,20 +8,22 @@ never values.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
-from wepush.agent.providers.common import ConfigError, duration_field, secret_ref
+from wepush.agent.providers.common import (
+    ConfigError,
+    duration_field,
+    secret_ref,
+    value_free_rule,
+    violation_path,
+)
 from wepush.agent.providers.spi import ConfigDocument, SecretRef, ValidationIssue
 
 __all__ = ["http_timeouts", "issue", "load_object", "required_secret"]
-
-_REQUIRED = re.compile(r"^'([^']+)' is a required property$")
 
 
 def issue(path: str, code: str, message: str) -> ValidationIssue:
@@ -30,16 +32,6 @@ def issue(path: str, code: str, message: str) -> ValidationIssue:
 
 def _pointer(parts: Any) -> str:
     return "".join(f"/{str(p).replace('~', '~0').replace('/', '~1')}" for p in parts)
-
-
-def _error_path(err: ValidationError) -> str:
-    """Point a missing-property error at the property itself, so a form can mark the field."""
-    path = _pointer(err.absolute_path)
-    if err.validator == "required":
-        missing = _REQUIRED.match(err.message)
-        if missing is not None:
-            return f"{path}/{missing.group(1)}"
-    return path
 
 
 def load_object(document: ConfigDocument, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -52,9 +44,9 @@ def load_object(document: ConfigDocument, schema: Mapping[str, Any]) -> dict[str
         ) from None
     validator = Draft202012Validator(dict(schema))
     issues = [
-        # The message of a ``const``/``enum`` error quotes the offending value; secret
-        # fields never carry those keywords, so quoting is safe here.
-        issue(_error_path(err), f"SCHEMA_{str(err.validator).upper()}", err.message[:300])
+        # Worded without the value: jsonschema quotes it in most messages (a ``type`` error
+        # included), and a secret pasted into the wrong field must not come back.
+        issue(_pointer(violation_path(err)), f"SCHEMA_{str(err.validator).upper()}", value_free_rule(err))
         for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
     ]
     if issues:

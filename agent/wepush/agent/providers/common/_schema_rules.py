@@ -1,9 +1,10 @@
 """The rule a JSON Schema violation broke, in words that never quote the value.
 
 jsonschema's own messages quote the instance (``'sk-live-…' is not of type 'object'``), and a value sent
-for validation may be a secret pasted into the wrong field. Every problem the Service answers with or
-logs about a request body, a parameter, an account's configuration or a message's content is worded
-here instead.
+for validation may be a secret pasted into the wrong field. Every problem a provider reports about an
+account's configuration or a message's content, and every one the Service answers with or logs about a
+request body or a parameter, is worded here instead. It depends on nothing but jsonschema, so the
+Service's application layer imports this module without the HTTP libraries the package holds.
 """
 
 from __future__ import annotations
