@@ -148,6 +148,9 @@ class SystemBootstrap:
         issued = hasher.issue(TokenKind.USER)
         now = self._clock()
         async with self._uow() as uow:
+            # Instances that start together on an empty database queue on the workspace row, so the
+            # check below sees a token another instance committed and only one of them issues one.
+            await uow.workspaces.get(workspace_id, for_membership_change=True)
             again = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=1))
             if again.items:
                 return False
