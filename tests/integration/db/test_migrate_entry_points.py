@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,23 @@ def test_sync_helpers_migrate_a_new_sqlite_database(tmp_path: Path) -> None:
 
     assert current_revision(url) == head_revision()
     assert is_up_to_date(url)
+
+
+def test_reading_the_revision_logs_nothing_and_an_upgrade_logs_its_steps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'standalone.db'}"
+    caplog.set_level(logging.INFO, logger="alembic")
+
+    upgrade_database(url)
+    upgrading = [r.getMessage() for r in caplog.records if r.name.startswith("alembic")]
+    caplog.clear()
+    for _ in range(3):  # as readiness probes do
+        assert is_up_to_date(url)
+
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []
+    assert any(m.startswith("Running upgrade") and head_revision() in m for m in upgrading)
+    assert not any(m.startswith(("Context impl", "Will assume")) for m in upgrading)
 
 
 def test_the_checkout_migrations_directory_is_found_by_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ The synchronous helpers start their own event loop; inside a running loop use th
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 
@@ -22,6 +23,18 @@ import wepush
 from .engine import READ_ONLY_OPTION, create_database
 
 MIGRATIONS_DIR_ENV = "WEPUSH_MIGRATIONS_DIR"
+
+
+class _DialectNotices(logging.Filter):
+    """Drops the two lines Alembic logs each time it looks at a connection ("Context impl SQLiteImpl.",
+    "Will assume non-transactional DDL."): readiness reads the revision on every probe, and the lines
+    worth reading ("Running upgrade 0004 -> 0005") are kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith(("Context impl ", "Will assume ")))
+
+
+logging.getLogger("alembic.runtime.migration").addFilter(_DialectNotices())
 
 
 def _checkout_migrations() -> Path:
