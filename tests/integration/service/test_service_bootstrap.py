@@ -5,6 +5,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from tests.helpers_app import running_app, standalone_config
 
@@ -104,6 +105,24 @@ async def test_readiness_checks_database_migrations_secrets_and_artifacts(tmp_pa
         checks = ready.json()["checks"]
         assert {"database", "migrations", "secrets", "artifacts"} <= set(checks)
         assert all(check["status"] == "UP" for check in checks.values())
+
+
+async def test_readiness_reports_a_schema_another_release_moved(tmp_path: Path) -> None:
+    config = standalone_config(tmp_path)
+    async with running_app(config) as app:
+        # What the Service sees after a `wepush migrate` of another release ran under it.
+        async with app.runtime.engine.begin() as connection:  # type: ignore[union-attr]
+            await connection.execute(
+                text("UPDATE alembic_version SET version_num = '0004_live_names_unique'")
+            )
+
+        ready = await app.client.get("/health/ready")
+
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["migrations"] == {
+        "status": "DOWN",
+        "detail": "schema is not at the expected revision",
+    }
 
 
 async def test_responses_carry_security_headers_and_the_trace_id(tmp_path: Path) -> None:

@@ -59,7 +59,8 @@ from wepush.server.infra.db import (
     PoolSettings,
     SqlUnitOfWorkFactory,
     create_database,
-    is_up_to_date_async,
+    head_revision,
+    revision_of,
     upgrade_database_async,
 )
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
@@ -247,7 +248,7 @@ class ServiceRuntime:
     def _checks(self) -> None:
         engine = self.engine
         assert engine is not None
-        url = self.config.database.url
+        head = head_revision()
 
         async def database() -> CheckResult:
             async with engine.connect() as connection:
@@ -255,7 +256,7 @@ class ServiceRuntime:
             return CheckResult("database", True, "reachable")
 
         async def migrations() -> CheckResult:
-            ok = await is_up_to_date_async(url)
+            ok = await revision_of(engine) == head
             return CheckResult(
                 "migrations", ok, "at head" if ok else "schema is not at the expected revision"
             )

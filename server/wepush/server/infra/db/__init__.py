@@ -29,6 +29,7 @@ from .migrate import (
     head_revision,
     is_up_to_date,
     is_up_to_date_async,
+    revision_of,
     upgrade_database,
     upgrade_database_async,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "is_up_to_date_async",
     "metadata",
     "normalize_database_url",
+    "revision_of",
     "upgrade_database",
     "upgrade_database_async",
 ]

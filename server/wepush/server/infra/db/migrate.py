@@ -1,7 +1,7 @@
 """Schema migrations (Alembic), usable from a source checkout and from the installed wheel.
 
 ``wepush migrate`` is the single migration job: call :func:`upgrade_database`. A Service checks
-:func:`is_up_to_date_async` for readiness and refuses to serve on a schema it does not know.
+:func:`revision_of` on its own engine for readiness and refuses to serve on a schema it does not know.
 The synchronous helpers start their own event loop; inside a running loop use the ``*_async`` ones.
 """
 
@@ -17,6 +17,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 import wepush
 
@@ -99,12 +100,17 @@ def _read_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
+async def revision_of(engine: AsyncEngine) -> str | None:
+    """The revision the database behind ``engine`` is at, read on one of its pooled connections."""
+    async with engine.connect() as connection:
+        connection = await connection.execution_options(**{READ_ONLY_OPTION: True})
+        return await connection.run_sync(_read_revision)
+
+
 async def current_revision_async(url: str) -> str | None:
     engine = create_database(url)
     try:
-        async with engine.connect() as connection:
-            connection = await connection.execution_options(**{READ_ONLY_OPTION: True})
-            return await connection.run_sync(_read_revision)
+        return await revision_of(engine)
     finally:
         await engine.dispose()
 
@@ -130,6 +136,7 @@ __all__ = [
     "head_revision",
     "is_up_to_date",
     "is_up_to_date_async",
+    "revision_of",
     "script_location",
     "upgrade_database",
     "upgrade_database_async",
