@@ -128,7 +128,9 @@ def http_contract_subject(vendor: VendorServer) -> ContractSubject:
         invalid_accounts=[
             InvalidConfig(doc("a", "1", {"baseUrl": "gopher://x"}), "/baseUrl"),
             InvalidConfig(doc("a", "1", {"baseUrl": "http://10.0.0.1"}), "/baseUrl"),
-            InvalidConfig(doc("a", "1", {"baseUrl": vendor.base_url, "auth": {"type": "BEARER"}}), "/auth"),
+            InvalidConfig(
+                doc("a", "1", {"baseUrl": vendor.base_url, "auth": {"type": "BEARER"}}), "/auth/token"
+            ),
         ],
         invalid_messages=[
             InvalidConfig(doc("m", "1", {"method": "CONNECT"}), "/method"),
