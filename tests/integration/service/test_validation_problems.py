@@ -139,6 +139,7 @@ async def test_a_method_the_resource_does_not_have_is_405_naming_the_allowed_one
     assert response.status_code == 405
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.headers["allow"] == "GET, POST"
+    assert response.json()["detail"] == "PATCH is not an operation of this path; it allows GET, POST."
 
 
 @pytest.mark.parametrize(

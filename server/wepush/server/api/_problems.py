@@ -182,9 +182,15 @@ def http_exception_handler(
             exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "VALIDATION_FAILED"
         )
         methods = allowed(request.url.path) if exc.status_code == 405 else []
+        # Starlette's bare "Method Not Allowed" leaves the client guessing; name what the path offers.
+        detail = (
+            f"{request.method} is not an operation of this path; it allows {', '.join(methods)}."
+            if methods
+            else str(exc.detail)
+        )
         return problem_response(
             code,
-            str(exc.detail),
+            detail,
             status=exc.status_code,
             trace_id=_trace_id(request),
             headers={"Allow": ", ".join(methods)} if methods else None,

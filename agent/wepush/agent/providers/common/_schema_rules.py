@@ -20,6 +20,7 @@ __all__ = ["value_free_rule", "violation_path"]
 
 _SHAPES: Final = frozenset({"oneOf", "anyOf", "allOf", "not", "properties", "items", "discriminator"})
 _MAX_CONSTRAINT: Final = 200
+_DRAFT4_EXCLUSIVE: Final = {"minimum": "exclusiveMinimum", "maximum": "exclusiveMaximum"}
 _REQUIRED: Final = re.compile(r"^'(?P<name>.+)' is a required property$", re.DOTALL)
 
 
@@ -52,4 +53,12 @@ def value_free_rule(error: ValidationError) -> str:
         return f"must be one of {list(constraint)[:20]}"
     if rule == "pattern":
         return "does not match the required pattern"
+    if (
+        rule in _DRAFT4_EXCLUSIVE
+        and isinstance(error.schema, dict)
+        and error.schema.get(_DRAFT4_EXCLUSIVE[rule])
+    ):
+        # Draft 4 spells "greater than 0" as minimum 0 plus a boolean flag, and reports it as "minimum":
+        # "must satisfy minimum=0" for a 0 that was refused would read as a contradiction.
+        rule = _DRAFT4_EXCLUSIVE[rule]
     return f"must satisfy {rule}={json.dumps(constraint, default=str)[:_MAX_CONSTRAINT]}"
