@@ -48,6 +48,35 @@ async def test_validation_errors_name_the_field_and_never_echo_the_value(
     assert SECRET not in caplog.text
 
 
+@pytest.mark.parametrize(
+    ("secret", "field", "detail"),
+    [
+        ({"operation": "REPLACE", "value": ""}, "/secrets/token/value", "must satisfy minLength=1"),
+        ({"operation": "KEEP", "value": SECRET}, "/secrets/token", "('value' was unexpected)"),
+        ({"operation": "ROTATE", "value": SECRET}, "/secrets/token/operation", "must be one of"),
+        (SECRET, "/secrets/token", 'must satisfy type="object"'),
+    ],
+)
+async def test_a_secret_operation_is_refused_for_what_is_wrong_inside_it(
+    tmp_path: Path, secret: object, field: str, detail: str
+) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        workspace_id = await _workspace_id(app)
+        body = {
+            "name": "webhook",
+            "providerId": "wepush.http",
+            "config": {"baseUrl": "https://hooks.example.com"},
+            "secrets": {"token": secret},
+        }
+        response = await app.client.post(
+            f"/api/v1/workspaces/{workspace_id}/accounts", json=body, headers=app.admin()
+        )
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == field
+    assert detail in response.json()["detail"]
+    assert SECRET not in response.text
+
+
 async def test_a_body_that_is_not_utf8_is_a_400_not_a_500(tmp_path: Path) -> None:
     async with running_app(standalone_config(tmp_path)) as app:
         response = await app.client.post(

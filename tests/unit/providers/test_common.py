@@ -21,6 +21,7 @@ EXPECTED = {
     "await_cancellable",
     "duration_field",
     "failed_preview",
+    "most_specific",
     "read_capped",
     "scalar_text",
     "secret_ref",

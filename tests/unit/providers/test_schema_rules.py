@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft4Validator, Draft202012Validator
 
-from wepush.agent.providers.common import value_free_rule
+from wepush.agent.providers.common import most_specific, value_free_rule, violation_path
 
 
 def _rule(
@@ -34,3 +34,59 @@ def test_a_draft_4_bound_is_named_exclusive_when_its_flag_makes_it_so(
 
 def test_a_draft_2020_exclusive_bound_keeps_its_own_name() -> None:
     assert _rule(Draft202012Validator, {"exclusiveMinimum": 0}, 0) == "must satisfy exclusiveMinimum=0"
+
+
+_REPLACE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["operation", "value"],
+    "properties": {"operation": {"enum": ["REPLACE"]}, "value": {"type": "string", "minLength": 1}},
+}
+_KEEP = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["operation"],
+    "properties": {"operation": {"enum": ["KEEP"]}},
+}
+_SECRETS = {"type": "object", "additionalProperties": {"oneOf": [_REPLACE, _KEEP]}}
+
+
+def _specific(instance: Any) -> tuple[str, str, str]:
+    (error,) = Draft4Validator(_SECRETS).iter_errors({"token": instance})
+    found = most_specific(error)
+    path = "/" + "/".join(map(str, violation_path(found)))
+    return path, str(found.validator), value_free_rule(found)
+
+
+@pytest.mark.parametrize(
+    ("instance", "expected"),
+    [
+        # The operation picks the alternative; what is wrong inside it is what the client must fix.
+        ({"operation": "REPLACE", "value": ""}, ("/token/value", "minLength", "must satisfy minLength=1")),
+        ({"operation": "REPLACE"}, ("/token/value", "required", "is required")),
+        (
+            {"operation": "KEEP", "value": "s3cr3t"},
+            (
+                "/token",
+                "additionalProperties",
+                "Additional properties are not allowed ('value' was unexpected)",
+            ),
+        ),
+        # No alternative has this operation: the operation itself is at fault.
+        ({"operation": "ROTATE"}, ("/token/operation", "enum", "must be one of ['REPLACE', 'KEEP']")),
+        # Every alternative wants an object.
+        ("s3cr3t", ("/token", "type", 'must satisfy type="object"')),
+    ],
+)
+def test_a_violation_inside_alternatives_names_the_one_the_instance_meant(
+    instance: Any, expected: tuple[str, str, str]
+) -> None:
+    found = _specific(instance)
+    assert found == expected
+    assert "s3cr3t" not in found[2]
+
+
+def test_alternatives_that_no_member_tells_apart_stay_one_shape_violation() -> None:
+    schema = {"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}
+    (error,) = Draft4Validator(schema).iter_errors({})
+    assert value_free_rule(most_specific(error)) == "does not match the expected shape (oneOf)"

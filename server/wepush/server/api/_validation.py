@@ -33,7 +33,7 @@ from connexion.validators import (
 from jsonschema import Draft4Validator, ValidationError
 from starlette.types import Receive, Scope, Send
 
-from wepush.agent.providers.common._schema_rules import value_free_rule, violation_path
+from wepush.agent.providers.common._schema_rules import most_specific, value_free_rule, violation_path
 
 _log = logging.getLogger("wepush.server.api")
 _MAX_DETAIL = 1000
@@ -83,6 +83,7 @@ def _path(error: ValidationError) -> str:
 
 def describe(error: ValidationError) -> str:
     """A value-free description of one schema violation in a request body (``/name: is required``)."""
+    error = most_specific(error)
     where = "/" + "/".join(str(part) for part in violation_path(error))
     return f"{where}: {_rule(error)}"[:_MAX_DETAIL]
 

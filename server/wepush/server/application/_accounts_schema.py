@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from wepush.agent.providers.common._schema_rules import value_free_rule, violation_path
+from wepush.agent.providers.common._schema_rules import most_specific, value_free_rule, violation_path
 from wepush.server.application.errors import FieldIssue
 
 __all__ = ["MAX_SCHEMA_ISSUES", "SECRET_REF_KEY", "SchemaValidators", "json_pointer", "secret_references"]
@@ -100,7 +100,10 @@ class SchemaValidators:
     def issues(self, key: str, schema: Mapping[str, Any], instance: Any, *, base: str) -> list[FieldIssue]:
         """Every violation of ``schema`` by ``instance`` as field issues under ``base`` (``/config``)."""
         validator = self._validator(key, schema)
-        errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+        errors = sorted(
+            map(most_specific, validator.iter_errors(instance)),
+            key=lambda e: [str(p) for p in e.absolute_path],
+        )
         issues: list[FieldIssue] = []
         for error in errors:
             issues.extend(_issues_of(error, base))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ._cancel import await_cancellable
 from ._config import DEFAULT_SECRET_NAMESPACE, ConfigError, duration_field, secret_ref
 from ._preview import failed_preview
-from ._schema_rules import value_free_rule, violation_path
+from ._schema_rules import most_specific, value_free_rule, violation_path
 from ._template import RenderProblem, Template, TemplateSyntaxError, UnknownVariableError, scalar_text
 from ._transport import RequestTimeouts, read_capped
 
@@ -31,6 +31,7 @@ __all__ = [
     "await_cancellable",
     "duration_field",
     "failed_preview",
+    "most_specific",
     "read_capped",
     "scalar_text",
     "secret_ref",

@@ -12,16 +12,75 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from jsonschema import ValidationError
 
-__all__ = ["value_free_rule", "violation_path"]
+__all__ = ["most_specific", "value_free_rule", "violation_path"]
 
 _SHAPES: Final = frozenset({"oneOf", "anyOf", "allOf", "not", "properties", "items", "discriminator"})
 _MAX_CONSTRAINT: Final = 200
 _DRAFT4_EXCLUSIVE: Final = {"minimum": "exclusiveMinimum", "maximum": "exclusiveMaximum"}
 _REQUIRED: Final = re.compile(r"^'(?P<name>.+)' is a required property$", re.DOTALL)
+
+
+_ALTERNATIVES: Final = frozenset({"oneOf", "anyOf"})
+_CONSTANTS: Final = frozenset({"enum", "const"})
+
+
+def most_specific(error: ValidationError) -> ValidationError:
+    """The violation inside a ``oneOf``/``anyOf`` that the instance was evidently meant to match.
+
+    ``"does not match the expected shape (oneOf)"`` tells a client nothing. When the alternatives are
+    told apart by a constant member (``{"operation": "REPLACE"}`` against ``{"operation": "KEEP"}``),
+    every alternative but one is ruled out by that member, and the violation inside the remaining one
+    (``/value: must satisfy minLength=1``) is what the client has to fix. When every alternative is
+    ruled out by the same member, that member is at fault: it must be one of their constants.
+    """
+    while error.validator in _ALTERNATIVES and error.context:
+        branches: dict[Any, list[ValidationError]] = {}
+        for sub in error.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        depth = len(error.absolute_path) + 1
+        ruled_out = {
+            branch: [sub for sub in subs if sub.validator in _CONSTANTS and len(sub.absolute_path) == depth]
+            for branch, subs in branches.items()
+        }
+        left = [branch for branch, constants in ruled_out.items() if not constants]
+        if len(left) == 1:
+            error = sorted(branches[left[0]], key=lambda sub: list(map(str, sub.absolute_path)))[0]
+            continue
+        members = {
+            tuple(map(str, sub.absolute_path)) for constants in ruled_out.values() for sub in constants
+        }
+        if not left and len(members) == 1:
+            return _one_of_constants(error, [sub for constants in ruled_out.values() for sub in constants])
+        types = [
+            sub
+            for subs in branches.values()
+            for sub in subs
+            if sub.validator == "type" and len(sub.absolute_path) == depth - 1
+        ]
+        if len(types) == len(branches) and len({json.dumps(sub.validator_value) for sub in types}) == 1:
+            return types[0]  # a string where every alternative wants an object: "must satisfy type=object"
+        break
+    return error
+
+
+def _one_of_constants(error: ValidationError, constants: list[ValidationError]) -> ValidationError:
+    allowed: list[Any] = []
+    for sub in constants:
+        constraint = sub.validator_value
+        values = constraint if sub.validator == "enum" and isinstance(constraint, list) else [constraint]
+        allowed.extend(value for value in values if value not in allowed)
+    member = constants[0]
+    return ValidationError(
+        "not one of the alternatives' constants",
+        validator="enum",
+        validator_value=allowed,
+        path=member.absolute_path,
+        schema_path=error.absolute_schema_path,
+    )
 
 
 def violation_path(error: ValidationError) -> Sequence[str | int]:

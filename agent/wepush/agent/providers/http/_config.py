@@ -27,6 +27,7 @@ from wepush.agent.providers.common import (
     ConfigError,
     Template,
     duration_field,
+    most_specific,
     secret_ref,
     value_free_rule,
     violation_path,
@@ -145,7 +146,9 @@ def _load(document: ConfigDocument, schema: Mapping[str, Any]) -> tuple[Any, lis
     issues = [
         # Worded without the value: a secret pasted into the wrong field must not come back.
         _issue(_pointer(violation_path(err)), f"SCHEMA_{str(err.validator).upper()}", value_free_rule(err))
-        for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
+        for err in sorted(
+            map(most_specific, validator.iter_errors(raw)), key=lambda e: list(map(str, e.absolute_path))
+        )
     ]
     return raw, issues
 

@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from wepush.agent.providers.common import (
     ConfigError,
     duration_field,
+    most_specific,
     secret_ref,
     value_free_rule,
     violation_path,
@@ -47,7 +48,9 @@ def load_object(document: ConfigDocument, schema: Mapping[str, Any]) -> dict[str
         # Worded without the value: jsonschema quotes it in most messages (a ``type`` error
         # included), and a secret pasted into the wrong field must not come back.
         issue(_pointer(violation_path(err)), f"SCHEMA_{str(err.validator).upper()}", value_free_rule(err))
-        for err in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))
+        for err in sorted(
+            map(most_specific, validator.iter_errors(raw)), key=lambda e: list(map(str, e.absolute_path))
+        )
     ]
     if issues:
         raise ConfigError(issues)
