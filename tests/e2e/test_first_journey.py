@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +20,7 @@ import httpx
 import pytest
 
 from tests.e2e._vendor import Vendor, running_vendor
-from tests.helpers_process import free_port, running_service
+from tests.helpers_process import free_port, running_service, wait_for
 from wepush.sdk import WePushClient
 from wepush.sdk.remote import ReconnectPolicy, RunStateConflict
 
@@ -31,16 +30,6 @@ RECIPIENTS = 240
 OUTCOME_TYPES = ("SUCCEEDED_ITEMS", "FAILED_ITEMS", "UNKNOWN_ITEMS", "UNSENT_ITEMS")
 TERMINAL = {"SUCCEEDED", "PARTIAL", "FAILED", "CANCELLED"}
 ENV = {"WEPUSH_SECURITY_LOOPBACK_TARGETS_FOR_TESTS": "true", "WEPUSH_LOGGING_FORMAT": "json"}
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 60.0) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @contextmanager

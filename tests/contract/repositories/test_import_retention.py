@@ -124,3 +124,32 @@ async def test_all_staging_rows_of_an_import_go_one_bounded_transaction_at_a_tim
     assert transactions == 3  # 3 + 3 + 1 rows
     assert await _rows(uow_factory, staged.id) == 0
     assert await _rows(uow_factory, other.id) == 2
+
+
+async def test_staging_lists_the_uploads_in_progress_of_every_workspace_oldest_deadline_first(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock
+) -> None:
+    first = await _audience(uow_factory, db_clock)
+    other = await add_workspace(uow_factory, db_clock.now, "other")
+    second = Audience(workspace_id=other.id, name="people", created_at=db_clock.now, updated_at=db_clock.now)
+    async with uow_factory() as uow:
+        await uow.audiences.add(second)
+    receiving = []
+    for audience in (first, second, first):
+        created = new_import(audience.workspace_id, audience.id, db_clock.now, ["mobile"])
+        created = replace(created, options={**created.options, "receivedBy": "a"})
+        db_clock.advance(timedelta(minutes=1))
+        async with uow_factory() as uow:
+            await uow.audience_imports.add(created)
+        receiving.append(created)
+    await _staged(uow_factory, first, db_clock, 3, commit=False)  # STAGED: no longer receiving
+    waiting = new_import(first.workspace_id, first.id, db_clock.now, ["mobile"])
+    async with uow_factory() as uow:
+        await uow.audience_imports.add(replace(waiting, state=ImportState.CREATED))
+
+    async with uow_factory(read_only=True) as uow:
+        found = await uow.audience_imports.staging()
+
+    assert [i.id for i in found] == [i.id for i in receiving]
+    assert {i.workspace_id for i in found} == {first.workspace_id, second.workspace_id}
+    assert all(i.options["receivedBy"] == "a" and i.state is ImportState.STAGING for i in found)

@@ -33,6 +33,10 @@ class ServiceDeps:
     secret_store: SecretStore
     tokens: TokenHasher
     import_limits: ImportLimits
+    instance_name: str = "service"
+    """This Service instance's stable name (the one its embedded agent registers under): the same
+    after a restart, never shared by two live instances. An upload records it, so a restart can tell
+    the uploads it was receiving when it stopped."""
     redactor: SecretScrubber = field(default_factory=SecretMasker)
     """The Service's redactor (the composition root passes the logging one); a connection test
     registers the secret values it resolves with it. The default applies the shared rules only."""

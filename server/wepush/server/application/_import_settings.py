@@ -16,7 +16,14 @@ from wepush.server.application._deps import ImportLimits
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.domain import ImportFormat, JsonObject
 
-__all__ = ["ENCODINGS", "FIELD_NAME", "SOURCE_COLUMNS_KEY", "ImportSettings", "source_columns"]
+__all__ = [
+    "ENCODINGS",
+    "FIELD_NAME",
+    "RECEIVED_BY_KEY",
+    "SOURCE_COLUMNS_KEY",
+    "ImportSettings",
+    "source_columns",
+]
 
 #: Codec names as Python spells them; GB18030 is a superset of GBK and GB2312, so one name reads all three.
 ENCODINGS: Final = ("utf-8", "utf-8-sig", "gb18030")
@@ -27,6 +34,8 @@ FIELD_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
 _BAD_DELIMITERS: Final = frozenset({'"', "\r", "\n"})
 #: Key under which the upload records the file's source columns (the header, or "1".."n").
 SOURCE_COLUMNS_KEY: Final = "sourceColumns"
+#: Key under which an upload records the name of the Service instance receiving the file.
+RECEIVED_BY_KEY: Final = "receivedBy"
 
 
 def _pointer(*parts: str) -> str:

@@ -23,9 +23,14 @@ from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._import_coding import ContentCoding, content_coding, decoded
 from wepush.server.application._import_errors import ContentRejected, ImportLimitError, UploadTooLarge
 from wepush.server.application._import_rows import MAX_RAW_CHARS
-from wepush.server.application._import_settings import SOURCE_COLUMNS_KEY, ImportSettings, source_columns
+from wepush.server.application._import_settings import (
+    RECEIVED_BY_KEY,
+    SOURCE_COLUMNS_KEY,
+    ImportSettings,
+    source_columns,
+)
 from wepush.server.application._import_staging import StagingOutcome, stage_upload
-from wepush.server.application.auth import Principal, Role
+from wepush.server.application.auth import Principal, PrincipalType, Role
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.application.import_retention import discard_staging_in_batches
 from wepush.server.domain import (
@@ -67,6 +72,11 @@ _OPEN_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGING, Impor
 _READABLE_STATES: Final = frozenset({ImportState.STAGED, ImportState.COMMITTED})
 _ERROR_STATUSES: Final = (StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE)
 _MAX_FAILURE_CHARS: Final = 2000
+_SERVICE: Final = Principal(type=PrincipalType.SYSTEM, id="service")
+_INTERRUPTED: Final = (
+    "the upload was interrupted: the Service instance receiving the file stopped before it was complete; "
+    "start a new import to send the file again"
+)
 
 
 class ErrorRowsIncomplete(Exception):
@@ -305,7 +315,11 @@ class ImportService:
             if state is ImportState.CREATED:
                 try:
                     return await uow.audience_imports.update(
-                        dataclasses.replace(found, state=ImportState.STAGING)
+                        dataclasses.replace(
+                            found,
+                            state=ImportState.STAGING,
+                            options={**found.options, RECEIVED_BY_KEY: self._deps.instance_name},
+                        )
                     )
                 except VersionConflict:
                     # Another upload to this import claimed it first (another request, maybe on
@@ -314,8 +328,40 @@ class ImportService:
                     state = _effective(again, now).state
         raise ImportStateConflict(import_id, state.value, "accept content")
 
+    async def fail_interrupted_uploads(self) -> int:
+        """FAILED for every upload this instance was receiving when it last stopped; how many.
+
+        Called at start-up, before the instance serves: an import this instance's name claimed and
+        left STAGING can only belong to a process that is gone (a crash, a killed container), and would
+        otherwise stay STAGING until its deadline. Other instances' uploads are left alone: they may be
+        receiving right now. An import that moves on meanwhile is skipped."""
+        failed = 0
+        async with self._deps.uow(read_only=True) as uow:
+            staging = await uow.audience_imports.staging()
+        for found in staging:
+            if found.options.get(RECEIVED_BY_KEY) != self._deps.instance_name:
+                continue
+            try:
+                await self._fail(found, _SERVICE, _INTERRUPTED, None, summary="the upload was interrupted")
+            except VersionConflict:
+                continue
+            failed += 1
+        if failed:
+            _log.warning(
+                "%d interrupted upload(s) marked FAILED",
+                failed,
+                extra={"event": "IMPORT_UPLOADS_INTERRUPTED"},
+            )
+        return failed
+
     async def _fail(
-        self, claimed: AudienceImport, principal: Principal, reason: str, trace_id: str | None
+        self,
+        claimed: AudienceImport,
+        principal: Principal,
+        reason: str,
+        trace_id: str | None,
+        *,
+        summary: str = "the upload failed",
     ) -> AudienceImport:
         # FAILED first, then the staged rows in bounded batches: a file that failed at the row limit has
         # millions of them, and one DELETE would hold SQLite's write lock past every writer's busy
@@ -339,7 +385,7 @@ class ImportService:
                 outcome=AuditOutcome.FAILED,
                 fields=["content"],
                 trace_id=trace_id,
-                summary="the upload failed",
+                summary=summary,
             )
         await discard_staging_in_batches(self._deps.uow, claimed.id)
         return failed

@@ -345,6 +345,7 @@ class ServiceRuntime:
                 max_field_length=config.imports.max_field_length,
             ),
             redactor=get_redactor(),
+            instance_name=config.embedded_agent_name,
         )
         self.events = RunEventBroker(
             StoredRunEvents(uow_factory), poll_interval=config.events.progress_interval.total_seconds()
@@ -364,6 +365,7 @@ class ServiceRuntime:
                 config.security.rate_limit_per_second, config.security.rate_limit_burst, time.monotonic
             ),
         )
+        await self.services.started.resources.imports.fail_interrupted_uploads()
         # Every instance sweeps; the sweep's updates and deletes are conditional and idempotent.
         self.import_retention = asyncio.create_task(
             ImportRetention(uow_factory, utc_now).run_every(IMPORT_RETENTION_INTERVAL),

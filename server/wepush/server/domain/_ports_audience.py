@@ -74,6 +74,11 @@ class AudienceImportRepository(Protocol):
 
     async def update(self, audience_import: AudienceImport) -> AudienceImport: ...
 
+    async def staging(self) -> list[AudienceImport]:
+        """Every import in STAGING, in any workspace, oldest deadline first: the uploads being received
+        now, and any that a stopped instance left behind (few: each is one upload)."""
+        ...
+
     async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
         """Insert one batch of parsed rows (one ``executemany``). Call once per batch while streaming
         the upload, so the file is never held in memory. Returns the rows inserted."""

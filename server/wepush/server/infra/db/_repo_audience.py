@@ -245,6 +245,14 @@ class SqlAudienceImportRepository(SqlRepository):
         )
         return _IMPORT.from_row(row)
 
+    async def staging(self) -> list[AudienceImport]:
+        rows = await self._all(
+            select(audience_import)
+            .where(audience_import.c.state == ImportState.STAGING.value)
+            .order_by(audience_import.c.expires_at, audience_import.c.id)
+        )
+        return [_IMPORT.from_row(row) for row in rows]
+
     async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
         return await self.stage_records([staged_record(import_id, row) for row in rows])
 
