@@ -171,6 +171,22 @@ async def test_a_method_the_resource_does_not_have_is_405_naming_the_allowed_one
     assert response.json()["detail"] == "PATCH is not an operation of this path; it allows GET, POST."
 
 
+async def test_a_path_no_operation_matches_is_a_404_that_says_so(tmp_path: Path) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        workspace_id = await _workspace_id(app)
+        typo = await app.client.get(f"/api/v1/workspaces/{workspace_id}/mesages", headers=app.admin())
+        not_a_number = await app.client.get(
+            f"/api/v1/workspaces/{workspace_id}/messages/m/revisions/abc", headers=app.admin()
+        )
+        missing = await app.client.get(f"/api/v1/workspaces/{workspace_id}/messages/m", headers=app.admin())
+    for response in (typo, not_a_number):
+        assert (response.status_code, response.json()["code"]) == (404, "RESOURCE_NOT_FOUND")
+        assert response.json()["detail"].startswith("No operation of this API is at this path")
+    # A route that matched but found nothing keeps its own, specific detail.
+    assert missing.status_code == 404
+    assert "No operation" not in missing.json()["detail"]
+
+
 @pytest.mark.parametrize(
     ("body", "says"),
     [

@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from http import HTTPStatus
 from typing import Any, Final
 
 from connexion.exceptions import ProblemException
@@ -182,12 +183,16 @@ def http_exception_handler(
             exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "VALIDATION_FAILED"
         )
         methods = allowed(request.url.path) if exc.status_code == 405 else []
-        # Starlette's bare "Method Not Allowed" leaves the client guessing; name what the path offers.
-        detail = (
-            f"{request.method} is not an operation of this path; it allows {', '.join(methods)}."
-            if methods
-            else str(exc.detail)
-        )
+        # Starlette's bare "Method Not Allowed" and "Not Found" leave the client guessing; name what the
+        # path offers, or that no route matched (a revision "abc" where a number belongs, a typo).
+        if methods:
+            detail = f"{request.method} is not an operation of this path; it allows {', '.join(methods)}."
+        elif exc.status_code == 404 and exc.detail == HTTPStatus.NOT_FOUND.phrase:
+            detail = (
+                "No operation of this API is at this path; check its spelling and the ids and numbers in it."
+            )
+        else:
+            detail = str(exc.detail)
         return problem_response(
             code,
             detail,
