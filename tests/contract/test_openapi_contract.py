@@ -76,6 +76,7 @@ REQUIRED_OPERATIONS: tuple[tuple[str, str, str, str], ...] = (
     ("put", _WS + "/audiences/{audienceId}", "updateAudience", "audiences"),
     ("delete", _WS + "/audiences/{audienceId}", "deleteAudience", "audiences"),
     ("post", _WS + "/audiences/{audienceId}/imports", "createAudienceImport", "audiences"),
+    ("get", _WS + "/audiences/{audienceId}/imports", "listAudienceImports", "audiences"),
     ("get", _WS + "/audiences/{audienceId}/imports/{importId}", "getAudienceImport", "audiences"),
     (
         "put",
@@ -573,7 +574,7 @@ def test_problem_codes_cover_the_stable_error_codes() -> None:
 
 def test_every_list_is_cursor_paginated_with_the_page_envelope() -> None:
     lists = [entry for entry in _operations() if entry[2]["operationId"].startswith("list")]
-    assert len(lists) == 19
+    assert len(lists) == 20
     for _, _, operation, item_file in _operations():
         json_ok = operation["responses"].get("200", {}).get("content", {}).get("application/json")
         if json_ok is not None and not operation["operationId"].startswith("list"):

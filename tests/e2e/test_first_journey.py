@@ -86,6 +86,8 @@ def _prepare(client: WePushClient, workspace_id: str, vendor: Vendor, tmp_path: 
     staged = workspace.audiences.upload(audience.id, started.id, _csv(tmp_path / "audience.csv"))
     assert staged.counts.accepted_rows == RECIPIENTS
     snapshot = workspace.audiences.commit_import(audience.id, started.id, version=audience.version)
+    committed = list(workspace.audiences.iterate_imports(audience.id, state=["COMMITTED"], page_size=1))
+    assert [(found.id, found.snapshot_id) for found in committed] == [(started.id, snapshot.id)]
     job = workspace.jobs.create(
         {
             "name": "journey",

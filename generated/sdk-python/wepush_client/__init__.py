@@ -76,6 +76,7 @@ __all__ = [
     "AudienceImportCreate",
     "AudienceImportEncoding",
     "AudienceImportFormat",
+    "AudienceImportPage",
     "AudienceImportPreview",
     "AudienceImportPreviewRow",
     "AudienceImportRejectedRow",
@@ -243,6 +244,7 @@ from wepush_client.models.audience_import_counts import AudienceImportCounts as 
 from wepush_client.models.audience_import_create import AudienceImportCreate as AudienceImportCreate
 from wepush_client.models.audience_import_encoding import AudienceImportEncoding as AudienceImportEncoding
 from wepush_client.models.audience_import_format import AudienceImportFormat as AudienceImportFormat
+from wepush_client.models.audience_import_page import AudienceImportPage as AudienceImportPage
 from wepush_client.models.audience_import_preview import AudienceImportPreview as AudienceImportPreview
 from wepush_client.models.audience_import_preview_row import AudienceImportPreviewRow as AudienceImportPreviewRow
 from wepush_client.models.audience_import_rejected_row import AudienceImportRejectedRow as AudienceImportRejectedRow

@@ -16,14 +16,16 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from typing_extensions import Annotated
 
 from pydantic import Field, StrictBytes, StrictStr
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union
 from typing_extensions import Annotated
 from wepush_client.models.audience import Audience
 from wepush_client.models.audience_create import AudienceCreate
 from wepush_client.models.audience_import import AudienceImport
 from wepush_client.models.audience_import_commit import AudienceImportCommit
 from wepush_client.models.audience_import_create import AudienceImportCreate
+from wepush_client.models.audience_import_page import AudienceImportPage
 from wepush_client.models.audience_import_preview import AudienceImportPreview
+from wepush_client.models.audience_import_state import AudienceImportState
 from wepush_client.models.audience_page import AudiencePage
 from wepush_client.models.audience_snapshot import AudienceSnapshot
 from wepush_client.models.audience_snapshot_page import AudienceSnapshotPage
@@ -2843,6 +2845,353 @@ class AudiencesApi:
         return self.api_client.param_serialize(
             method='GET',
             resource_path='/api/v1/workspaces/{workspaceId}/audience-snapshots/{snapshotId}',
+            path_params=_path_params,
+            query_params=_query_params,
+            header_params=_header_params,
+            body=_body_params,
+            post_params=_form_params,
+            files=_files,
+            auth_settings=_auth_settings,
+            collection_formats=_collection_formats,
+            _host=_host,
+            _request_auth=_request_auth
+        )
+
+
+
+
+    @validate_call
+    def list_audience_imports(
+        self,
+        workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
+        cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
+        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=6)]], Field(description="Repeat to match any of several states.")] = None,
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> AudienceImportPage:
+        """List an audience's imports
+
+        Newest first, in every state; an open import past its deadline is listed as EXPIRED even before the retention sweep has marked it. Use it to find an import whose id was lost, or the uploads still open.
+
+        :param workspace_id: (required)
+        :type workspace_id: str
+        :param audience_id: (required)
+        :type audience_id: str
+        :param limit: Page size.
+        :type limit: int
+        :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
+        :type cursor: str
+        :param state: Repeat to match any of several states.
+        :type state: List[AudienceImportState]
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._list_audience_imports_serialize(
+            workspace_id=workspace_id,
+            audience_id=audience_id,
+            limit=limit,
+            cursor=cursor,
+            state=state,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AudienceImportPage",
+            '400': "Problem",
+            '401': "Problem",
+            '403': "Problem",
+            '404': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        response_data.read()
+        return self.api_client.response_deserialize(
+            response_data=response_data,
+            response_types_map=_response_types_map,
+        ).data
+
+
+    @validate_call
+    def list_audience_imports_with_http_info(
+        self,
+        workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
+        cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
+        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=6)]], Field(description="Repeat to match any of several states.")] = None,
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> ApiResponse[AudienceImportPage]:
+        """List an audience's imports
+
+        Newest first, in every state; an open import past its deadline is listed as EXPIRED even before the retention sweep has marked it. Use it to find an import whose id was lost, or the uploads still open.
+
+        :param workspace_id: (required)
+        :type workspace_id: str
+        :param audience_id: (required)
+        :type audience_id: str
+        :param limit: Page size.
+        :type limit: int
+        :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
+        :type cursor: str
+        :param state: Repeat to match any of several states.
+        :type state: List[AudienceImportState]
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._list_audience_imports_serialize(
+            workspace_id=workspace_id,
+            audience_id=audience_id,
+            limit=limit,
+            cursor=cursor,
+            state=state,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AudienceImportPage",
+            '400': "Problem",
+            '401': "Problem",
+            '403': "Problem",
+            '404': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        response_data.read()
+        return self.api_client.response_deserialize(
+            response_data=response_data,
+            response_types_map=_response_types_map,
+        )
+
+
+    @validate_call
+    def list_audience_imports_without_preload_content(
+        self,
+        workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
+        cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
+        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=6)]], Field(description="Repeat to match any of several states.")] = None,
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> RESTResponseType:
+        """List an audience's imports
+
+        Newest first, in every state; an open import past its deadline is listed as EXPIRED even before the retention sweep has marked it. Use it to find an import whose id was lost, or the uploads still open.
+
+        :param workspace_id: (required)
+        :type workspace_id: str
+        :param audience_id: (required)
+        :type audience_id: str
+        :param limit: Page size.
+        :type limit: int
+        :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
+        :type cursor: str
+        :param state: Repeat to match any of several states.
+        :type state: List[AudienceImportState]
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._list_audience_imports_serialize(
+            workspace_id=workspace_id,
+            audience_id=audience_id,
+            limit=limit,
+            cursor=cursor,
+            state=state,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AudienceImportPage",
+            '400': "Problem",
+            '401': "Problem",
+            '403': "Problem",
+            '404': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        return response_data.response
+
+
+    def _list_audience_imports_serialize(
+        self,
+        workspace_id,
+        audience_id,
+        limit,
+        cursor,
+        state,
+        _request_auth,
+        _content_type,
+        _headers,
+        _host_index,
+    ) -> RequestSerialized:
+
+        _host = None
+
+        _collection_formats: Dict[str, str] = {
+            'state': 'multi',
+        }
+
+        _path_params: Dict[str, str] = {}
+        _query_params: List[Tuple[str, str]] = []
+        _header_params: Dict[str, Optional[str]] = _headers or {}
+        _form_params: List[Tuple[str, str]] = []
+        _files: Dict[
+            str, Union[str, bytes, List[str], List[bytes], List[Tuple[str, bytes]]]
+        ] = {}
+        _body_params: Optional[bytes] = None
+
+        # process the path parameters
+        if workspace_id is not None:
+            _path_params['workspaceId'] = workspace_id
+        if audience_id is not None:
+            _path_params['audienceId'] = audience_id
+        # process the query parameters
+        if limit is not None:
+            
+            _query_params.append(('limit', limit))
+            
+        if cursor is not None:
+            
+            _query_params.append(('cursor', cursor))
+            
+        if state is not None:
+            
+            _query_params.append(('state', state))
+            
+        # process the header parameters
+        # process the form parameters
+        # process the body parameter
+
+
+        # set the HTTP header `Accept`
+        if 'Accept' not in _header_params:
+            _header_params['Accept'] = self.api_client.select_header_accept(
+                [
+                    'application/json', 
+                    'application/problem+json'
+                ]
+            )
+
+
+        # authentication setting
+        _auth_settings: List[str] = [
+            'ApiToken'
+        ]
+
+        return self.api_client.param_serialize(
+            method='GET',
+            resource_path='/api/v1/workspaces/{workspaceId}/audiences/{audienceId}/imports',
             path_params=_path_params,
             query_params=_query_params,
             header_params=_header_params,

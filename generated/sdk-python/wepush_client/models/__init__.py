@@ -49,6 +49,7 @@ from wepush_client.models.audience_import_counts import AudienceImportCounts
 from wepush_client.models.audience_import_create import AudienceImportCreate
 from wepush_client.models.audience_import_encoding import AudienceImportEncoding
 from wepush_client.models.audience_import_format import AudienceImportFormat
+from wepush_client.models.audience_import_page import AudienceImportPage
 from wepush_client.models.audience_import_preview import AudienceImportPreview
 from wepush_client.models.audience_import_preview_row import AudienceImportPreviewRow
 from wepush_client.models.audience_import_rejected_row import AudienceImportRejectedRow

@@ -39,10 +39,20 @@ import {
     AudienceImportCreateToJSON,
 } from '../models/AudienceImportCreate';
 import {
+    type AudienceImportPage,
+    AudienceImportPageFromJSON,
+    AudienceImportPageToJSON,
+} from '../models/AudienceImportPage';
+import {
     type AudienceImportPreview,
     AudienceImportPreviewFromJSON,
     AudienceImportPreviewToJSON,
 } from '../models/AudienceImportPreview';
+import {
+    type AudienceImportState,
+    AudienceImportStateFromJSON,
+    AudienceImportStateToJSON,
+} from '../models/AudienceImportState';
 import {
     type AudiencePage,
     AudiencePageFromJSON,
@@ -207,6 +217,29 @@ export interface GetAudienceSnapshotRequest {
      * 
      */
     snapshotId: string;
+}
+
+export interface ListAudienceImportsRequest {
+    /**
+     * 
+     */
+    workspaceId: string;
+    /**
+     * 
+     */
+    audienceId: string;
+    /**
+     * Page size.
+     */
+    limit?: number;
+    /**
+     * Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
+     */
+    cursor?: string;
+    /**
+     * Repeat to match any of several states.
+     */
+    state?: Array<AudienceImportState>;
 }
 
 export interface ListAudienceSnapshotRecipientsRequest {
@@ -926,6 +959,81 @@ export class AudiencesApi extends runtime.BaseAPI {
      */
     async getAudienceSnapshot(requestParameters: GetAudienceSnapshotRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<AudienceSnapshot> {
         const response = await this.getAudienceSnapshotRaw(requestParameters, initOverrides);
+        return await response.value();
+    }
+
+    /**
+     * Creates request options for listAudienceImports without sending the request
+     */
+    async listAudienceImportsRequestOpts(requestParameters: ListAudienceImportsRequest): Promise<runtime.RequestOpts> {
+        if (requestParameters['workspaceId'] == null) {
+            throw new runtime.RequiredError(
+                'workspaceId',
+                'Required parameter "workspaceId" was null or undefined when calling listAudienceImports().'
+            );
+        }
+
+        if (requestParameters['audienceId'] == null) {
+            throw new runtime.RequiredError(
+                'audienceId',
+                'Required parameter "audienceId" was null or undefined when calling listAudienceImports().'
+            );
+        }
+
+        const queryParameters: any = {};
+
+        if (requestParameters['limit'] != null) {
+            queryParameters['limit'] = requestParameters['limit'];
+        }
+
+        if (requestParameters['cursor'] != null) {
+            queryParameters['cursor'] = requestParameters['cursor'];
+        }
+
+        if (requestParameters['state'] != null) {
+            queryParameters['state'] = requestParameters['state'];
+        }
+
+        const headerParameters: runtime.HTTPHeaders = {};
+
+        if (this.configuration && this.configuration.accessToken) {
+            const token = this.configuration.accessToken;
+            const tokenString = await token("ApiToken", []);
+
+            if (tokenString) {
+                headerParameters["Authorization"] = `Bearer ${tokenString}`;
+            }
+        }
+
+        let urlPath = `/api/v1/workspaces/{workspaceId}/audiences/{audienceId}/imports`;
+        urlPath = urlPath.replace('{workspaceId}', encodeURIComponent(String(requestParameters['workspaceId'])));
+        urlPath = urlPath.replace('{audienceId}', encodeURIComponent(String(requestParameters['audienceId'])));
+
+        return {
+            path: urlPath,
+            method: 'GET',
+            headers: headerParameters,
+            query: queryParameters,
+        };
+    }
+
+    /**
+     * Newest first, in every state; an open import past its deadline is listed as EXPIRED even before the retention sweep has marked it. Use it to find an import whose id was lost, or the uploads still open.
+     * List an audience\'s imports
+     */
+    async listAudienceImportsRaw(requestParameters: ListAudienceImportsRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<AudienceImportPage>> {
+        const requestOptions = await this.listAudienceImportsRequestOpts(requestParameters);
+        const response = await this.request(requestOptions, initOverrides);
+
+        return new runtime.JSONApiResponse(response, (jsonValue) => AudienceImportPageFromJSON(jsonValue));
+    }
+
+    /**
+     * Newest first, in every state; an open import past its deadline is listed as EXPIRED even before the retention sweep has marked it. Use it to find an import whose id was lost, or the uploads still open.
+     * List an audience\'s imports
+     */
+    async listAudienceImports(requestParameters: ListAudienceImportsRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<AudienceImportPage> {
+        const response = await this.listAudienceImportsRaw(requestParameters, initOverrides);
         return await response.value();
     }
 

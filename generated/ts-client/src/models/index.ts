@@ -37,6 +37,7 @@ export * from './AudienceImportCounts';
 export * from './AudienceImportCreate';
 export * from './AudienceImportEncoding';
 export * from './AudienceImportFormat';
+export * from './AudienceImportPage';
 export * from './AudienceImportPreview';
 export * from './AudienceImportPreviewRow';
 export * from './AudienceImportRejectedRow';

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from wepush_client import AudiencesApi
@@ -68,6 +68,31 @@ class AudiencesClient(WorkspaceResource):
 
     def get_import(self, audience_id: str, import_id: str) -> Any:
         return self._api.get_audience_import(self._workspace_id, audience_id, import_id)
+
+    def list_imports(
+        self,
+        audience_id: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        state: Sequence[str] | None = None,
+    ) -> Any:
+        """One ``AudienceImportPage``, newest first; ``state`` matches any of the given states, as each
+        import has it now (an open import past its deadline is EXPIRED)."""
+        return self._api.list_audience_imports(
+            self._workspace_id,
+            audience_id,
+            limit=limit,
+            cursor=cursor,
+            state=None if state is None else [*state],
+        )
+
+    def iterate_imports(
+        self, audience_id: str, *, state: Sequence[str] | None = None, page_size: int | None = None
+    ) -> Iterator[Any]:
+        return iterate_pages(
+            lambda cursor: self.list_imports(audience_id, limit=page_size, cursor=cursor, state=state)
+        )
 
     def upload(
         self,

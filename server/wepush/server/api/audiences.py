@@ -28,9 +28,10 @@ from wepush.server.api._render_content import (
 from wepush.server.api._responses import BreakableStreamingResponse, empty_response, json_response
 from wepush.server.application._import_settings import ImportSettings
 from wepush.server.application.imports import ErrorRowsIncomplete
-from wepush.server.domain import ImportFormat
+from wepush.server.domain import ImportFormat, ImportState
 
 _RESOURCE = "audiences"
+_IMPORTS = "audience-imports"
 _SNAPSHOTS = "audience-snapshots"
 _RECIPIENTS = "audience-recipients"
 
@@ -119,6 +120,26 @@ async def create_audience_import(
     )
     location = f"{_base(workspace_id)}/audiences/{audience_id}/imports/{outcome.resource_id}"
     return json_response(outcome.body, outcome.status, {"Location": location} if outcome.resource_id else {})
+
+
+async def list_audience_imports(
+    workspace_id: str,
+    audience_id: str,
+    limit: int | None = None,
+    cursor: str | None = None,
+    state: list[str] | None = None,
+) -> ConnexionResponse:
+    states = sorted(set(state or []))
+    filters = {"workspaceId": workspace_id, "audienceId": audience_id, "state": states}
+    page = keyset_request(_IMPORTS, filters, limit, cursor)
+    found = await services().resources.imports.list_page(
+        current_principal(),
+        workspace_id,
+        audience_id,
+        page,
+        states=[ImportState(s) for s in states] if states else None,
+    )
+    return json_response(page_body(found, render_import, resource=_IMPORTS, filters=filters))
 
 
 async def get_audience_import(workspace_id: str, audience_id: str, import_id: str) -> ConnexionResponse:

@@ -13,7 +13,7 @@ import csv
 import dataclasses
 import io
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -41,7 +41,9 @@ from wepush.server.domain import (
     ImportState,
     ImportStateConflict,
     JsonObject,
+    Keyset,
     NotFound,
+    Page,
     PageRequest,
     StagedRow,
     StagedRowStatus,
@@ -207,6 +209,34 @@ class ImportService:
         async with self._deps.uow(read_only=True) as uow:
             found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
         return _effective(found, self._deps.clock())
+
+    async def list_page(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        audience_id: str,
+        page: PageRequest[Keyset],
+        *,
+        states: Collection[ImportState] | None = None,
+    ) -> Page[AudienceImport, Keyset]:
+        """The audience's imports newest first, each in the state it has now (see :func:`_effective`)."""
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.VIEWER,
+            action="audience_import.list",
+            resource_type=_RESOURCE,
+            resource_id=audience_id,
+        )
+        now = self._deps.clock()
+        async with self._deps.uow(read_only=True) as uow:
+            await ensure_workspace(uow, principal, workspace_id)
+            await uow.audiences.get(workspace_id, audience_id)
+            found = await uow.audience_imports.list_page(
+                workspace_id, audience_id, page, now=now, states=states
+            )
+        return Page([_effective(item, now) for item in found.items], found.next_after)
 
     async def upload(
         self,

@@ -13,6 +13,7 @@ from ._audience import (
     AudienceSnapshot,
     CommittedImport,
     ImportCounts,
+    ImportState,
     Recipient,
     StagedRecord,
     StagedRow,
@@ -73,6 +74,20 @@ class AudienceImportRepository(Protocol):
     async def get(self, workspace_id: str, import_id: str) -> AudienceImport: ...
 
     async def update(self, audience_import: AudienceImport) -> AudienceImport: ...
+
+    async def list_page(
+        self,
+        workspace_id: str,
+        audience_id: str,
+        page: PageRequest[Keyset],
+        *,
+        now: datetime,
+        states: Collection[ImportState] | None = None,
+    ) -> Page[AudienceImport, Keyset]:
+        """The audience's imports, newest first. ``states`` matches the state an import has at ``now``:
+        an open import past its deadline counts as EXPIRED, not as its stored state, since the retention
+        sweep may not have marked it yet."""
+        ...
 
     async def staging(self) -> list[AudienceImport]:
         """Every import in STAGING, in any workspace, oldest deadline first: the uploads being received

@@ -1012,6 +1012,11 @@ class AudienceSnapshot(BaseModel):
     createdAt: AwareDatetime
 
 
+class AudienceImportPage(BaseModel):
+    items: list[AudienceImport] = Field(..., max_length=100)
+    page: PageInfo
+
+
 class AudienceSnapshotPage(BaseModel):
     items: list[AudienceSnapshot] = Field(..., max_length=100)
     page: PageInfo

@@ -13,8 +13,10 @@ from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import (
+    ColumnElement,
     String,
     Text,
+    and_,
     bindparam,
     cast,
     delete,
@@ -23,6 +25,7 @@ from sqlalchemy import (
     literal,
     literal_column,
     null,
+    or_,
     select,
     text,
     type_coerce,
@@ -43,6 +46,7 @@ from wepush.server.domain import (
     ImportCounts,
     ImportState,
     ImportStateConflict,
+    Keyset,
     NotFound,
     Page,
     PageRequest,
@@ -164,6 +168,20 @@ _ACCEPTED_ROWS_PG = (
 _STAGED_ERRORS = text(STAGED_ERRORS_PREDICATE)
 
 
+def _in_effective_states(states: Collection[ImportState], now: datetime) -> ColumnElement[bool]:
+    """The imports whose state at ``now`` is one of ``states``: an open state only before the deadline,
+    EXPIRED also for an open import past it (the retention sweep marks those later)."""
+    open_ = [s.value for s in _OPEN_STATES]
+    wanted = {s.value for s in states}
+    current = [
+        and_(audience_import.c.state.in_(sorted(wanted & set(open_))), audience_import.c.expires_at > now),
+        audience_import.c.state.in_(sorted(wanted - set(open_))),
+    ]
+    if ImportState.EXPIRED.value in wanted:
+        current.append(and_(audience_import.c.state.in_(open_), audience_import.c.expires_at <= now))
+    return or_(*current)
+
+
 class SqlAudienceRepository(LiveResources[Audience]):
     table = audience
     kind = "audience"
@@ -244,6 +262,29 @@ class SqlAudienceImportRepository(SqlRepository):
             audience_import.c.workspace_id == audience_import_.workspace_id,
         )
         return _IMPORT.from_row(row)
+
+    async def list_page(
+        self,
+        workspace_id: str,
+        audience_id: str,
+        page: PageRequest[Keyset],
+        *,
+        now: datetime,
+        states: Collection[ImportState] | None = None,
+    ) -> Page[AudienceImport, Keyset]:
+        stmt = select(audience_import).where(
+            audience_import.c.workspace_id == workspace_id, audience_import.c.audience_id == audience_id
+        )
+        if states is not None:
+            stmt = stmt.where(_in_effective_states(states, now))
+        return await self._keyset_page(
+            stmt,
+            page,
+            at=audience_import.c.created_at,
+            id_=audience_import.c.id,
+            build=_IMPORT.from_row,
+            key=lambda found: Keyset(found.created_at, found.id),
+        )
 
     async def staging(self) -> list[AudienceImport]:
         rows = await self._all(
