@@ -164,7 +164,7 @@ def test_plain_lines_keep_the_canonical_json_of_the_mapped_fields() -> None:
             None,
             "REJECTED",
             "COLUMN_COUNT",
-            "Column count 4 does not match header count 3",
+            "the line has 4 columns; the header has 3",
             "y,1,2,3",
         ),
     ]

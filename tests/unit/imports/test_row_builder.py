@@ -59,6 +59,8 @@ def test_bad_rows_are_rejected_with_a_stable_code_and_their_raw_line(
     assert row.reason_code == code
     assert row.raw == ",".join(values)
     assert row.reason
+    if code == "COLUMN_COUNT":
+        assert row.reason == f"the line has {len(values)} columns; the header has 3"
 
 
 def test_parser_problems_become_rejections_with_readable_reasons() -> None:
@@ -92,7 +94,8 @@ def test_without_header_columns_are_positions_taken_from_the_first_row() -> None
     rows = builder(has_header=False, field_mapping={"2": "mobile"}, item_id_field="mobile")
     assert rows.build(record(1, "Ann", "138")).fields == {"mobile": "138"}
     assert rows.source_columns == ["1", "2"]
-    assert rows.build(record(2, "Bob")).reason_code == "COLUMN_COUNT"
+    short = rows.build(record(2, "Bob"))
+    assert (short.reason_code, short.reason) == ("COLUMN_COUNT", "the line has 1 column; the first row has 2")
 
 
 def test_a_header_missing_a_mapped_column_fails_the_import() -> None:

@@ -65,12 +65,16 @@ def _short(name: str) -> str:
     return name if len(name) <= _MAX_NAME_CHARS else name[: _MAX_NAME_CHARS - 1] + "…"
 
 
+def _columns(count: int) -> str:
+    return f"{count} column{'s' if count != 1 else ''}"
+
+
 def _header_found(columns: Sequence[str], delimiter: str) -> str:
     """What the header does hold, so the user can fix the mapping or the delimiter without opening the
     file: a few column names, and the delimiter the single column seems to contain."""
     shown = ", ".join(repr(_short(name)) for name in columns[:_SHOWN_COLUMNS])
     more = f" and {len(columns) - _SHOWN_COLUMNS} more" if len(columns) > _SHOWN_COLUMNS else ""
-    found = f"it has {len(columns)} column{'s' if len(columns) != 1 else ''}: {shown}{more}"
+    found = f"it has {_columns(len(columns))}: {shown}{more}"
     if len(columns) == 1:
         other = next((d for d in _USUAL_DELIMITERS if d != delimiter and d in columns[0]), None)
         if other is not None:
@@ -267,11 +271,11 @@ class RowBuilder:
         if self._columns is None:
             self._set_columns([str(n) for n in range(1, len(values) + 1)], line)
         if len(values) != self._width:
-            expected = "header" if self._settings.has_header else "first row"
+            expected = "the header" if self._settings.has_header else "the first row"
             return self._reject(
                 line,
                 RowCode.COLUMN_COUNT,
-                f"Column count {len(values)} does not match {expected} count {self._width}",
+                f"the line has {_columns(len(values))}; {expected} has {self._width}",
                 raw,
             )
         if max(map(len, values)) > self._max_field:
