@@ -97,6 +97,12 @@ REQUIRED_OPERATIONS: tuple[tuple[str, str, str, str], ...] = (
         "audiences",
     ),
     ("post", _WS + "/audiences/{audienceId}/imports/{importId}/commit", "commitAudienceImport", "audiences"),
+    (
+        "post",
+        _WS + "/audiences/{audienceId}/imports/{importId}/discard",
+        "discardAudienceImport",
+        "audiences",
+    ),
     ("get", _WS + "/audiences/{audienceId}/snapshots", "listAudienceSnapshots", "audiences"),
     ("get", _WS + "/audience-snapshots/{snapshotId}", "getAudienceSnapshot", "audiences"),
     (

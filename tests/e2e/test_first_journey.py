@@ -88,6 +88,10 @@ def _prepare(client: WePushClient, workspace_id: str, vendor: Vendor, tmp_path: 
     snapshot = workspace.audiences.commit_import(audience.id, started.id, version=audience.version)
     committed = list(workspace.audiences.iterate_imports(audience.id, state=["COMMITTED"], page_size=1))
     assert [(found.id, found.snapshot_id) for found in committed] == [(started.id, snapshot.id)]
+    mistaken = workspace.audiences.create_import(
+        audience.id, {"format": "TXT", "fieldMapping": {"1": "mobile"}}
+    )
+    assert _text(workspace.audiences.discard_import(audience.id, mistaken.id).state) == "DISCARDED"
     job = workspace.jobs.create(
         {
             "name": "journey",

@@ -1362,6 +1362,316 @@ class AudiencesApi:
 
 
     @validate_call
+    def discard_audience_import(
+        self,
+        workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        import_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> AudienceImport:
+        """Discard an import that is waiting for its file or staged
+
+        The import becomes DISCARDED and its staged rows are removed now instead of at its deadline: the way out of a wrong file or a wrong mapping. Only CREATED and STAGED imports can be discarded (409 IMPORT_STATE_CONFLICT otherwise: one being received is left to its upload, a committed one has its snapshot). Discarding a DISCARDED import answers it again.
+
+        :param workspace_id: (required)
+        :type workspace_id: str
+        :param audience_id: (required)
+        :type audience_id: str
+        :param import_id: (required)
+        :type import_id: str
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._discard_audience_import_serialize(
+            workspace_id=workspace_id,
+            audience_id=audience_id,
+            import_id=import_id,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AudienceImport",
+            '401': "Problem",
+            '403': "Problem",
+            '404': "Problem",
+            '409': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        response_data.read()
+        return self.api_client.response_deserialize(
+            response_data=response_data,
+            response_types_map=_response_types_map,
+        ).data
+
+
+    @validate_call
+    def discard_audience_import_with_http_info(
+        self,
+        workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        import_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> ApiResponse[AudienceImport]:
+        """Discard an import that is waiting for its file or staged
+
+        The import becomes DISCARDED and its staged rows are removed now instead of at its deadline: the way out of a wrong file or a wrong mapping. Only CREATED and STAGED imports can be discarded (409 IMPORT_STATE_CONFLICT otherwise: one being received is left to its upload, a committed one has its snapshot). Discarding a DISCARDED import answers it again.
+
+        :param workspace_id: (required)
+        :type workspace_id: str
+        :param audience_id: (required)
+        :type audience_id: str
+        :param import_id: (required)
+        :type import_id: str
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._discard_audience_import_serialize(
+            workspace_id=workspace_id,
+            audience_id=audience_id,
+            import_id=import_id,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AudienceImport",
+            '401': "Problem",
+            '403': "Problem",
+            '404': "Problem",
+            '409': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        response_data.read()
+        return self.api_client.response_deserialize(
+            response_data=response_data,
+            response_types_map=_response_types_map,
+        )
+
+
+    @validate_call
+    def discard_audience_import_without_preload_content(
+        self,
+        workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        import_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
+        _request_timeout: Union[
+            None,
+            Annotated[StrictFloat, Field(gt=0)],
+            Tuple[
+                Annotated[StrictFloat, Field(gt=0)],
+                Annotated[StrictFloat, Field(gt=0)]
+            ]
+        ] = None,
+        _request_auth: Optional[Dict[StrictStr, Any]] = None,
+        _content_type: Optional[StrictStr] = None,
+        _headers: Optional[Dict[StrictStr, Any]] = None,
+        _host_index: Annotated[StrictInt, Field(ge=0, le=0)] = 0,
+    ) -> RESTResponseType:
+        """Discard an import that is waiting for its file or staged
+
+        The import becomes DISCARDED and its staged rows are removed now instead of at its deadline: the way out of a wrong file or a wrong mapping. Only CREATED and STAGED imports can be discarded (409 IMPORT_STATE_CONFLICT otherwise: one being received is left to its upload, a committed one has its snapshot). Discarding a DISCARDED import answers it again.
+
+        :param workspace_id: (required)
+        :type workspace_id: str
+        :param audience_id: (required)
+        :type audience_id: str
+        :param import_id: (required)
+        :type import_id: str
+        :param _request_timeout: timeout setting for this request. If one
+                                 number provided, it will be total request
+                                 timeout. It can also be a pair (tuple) of
+                                 (connection, read) timeouts.
+        :type _request_timeout: int, tuple(int, int), optional
+        :param _request_auth: set to override the auth_settings for an a single
+                              request; this effectively ignores the
+                              authentication in the spec for a single request.
+        :type _request_auth: dict, optional
+        :param _content_type: force content-type for the request.
+        :type _content_type: str, Optional
+        :param _headers: set to override the headers for a single
+                         request; this effectively ignores the headers
+                         in the spec for a single request.
+        :type _headers: dict, optional
+        :param _host_index: set to override the host_index for a single
+                            request; this effectively ignores the host_index
+                            in the spec for a single request.
+        :type _host_index: int, optional
+        :return: Returns the result object.
+        """ # noqa: E501
+
+        _param = self._discard_audience_import_serialize(
+            workspace_id=workspace_id,
+            audience_id=audience_id,
+            import_id=import_id,
+            _request_auth=_request_auth,
+            _content_type=_content_type,
+            _headers=_headers,
+            _host_index=_host_index
+        )
+
+        _response_types_map: Dict[str, Optional[str]] = {
+            '200': "AudienceImport",
+            '401': "Problem",
+            '403': "Problem",
+            '404': "Problem",
+            '409': "Problem",
+            '429': "Problem",
+            'default': "Problem",
+        }
+        response_data = self.api_client.call_api(
+            *_param,
+            _request_timeout=_request_timeout
+        )
+        return response_data.response
+
+
+    def _discard_audience_import_serialize(
+        self,
+        workspace_id,
+        audience_id,
+        import_id,
+        _request_auth,
+        _content_type,
+        _headers,
+        _host_index,
+    ) -> RequestSerialized:
+
+        _host = None
+
+        _collection_formats: Dict[str, str] = {
+        }
+
+        _path_params: Dict[str, str] = {}
+        _query_params: List[Tuple[str, str]] = []
+        _header_params: Dict[str, Optional[str]] = _headers or {}
+        _form_params: List[Tuple[str, str]] = []
+        _files: Dict[
+            str, Union[str, bytes, List[str], List[bytes], List[Tuple[str, bytes]]]
+        ] = {}
+        _body_params: Optional[bytes] = None
+
+        # process the path parameters
+        if workspace_id is not None:
+            _path_params['workspaceId'] = workspace_id
+        if audience_id is not None:
+            _path_params['audienceId'] = audience_id
+        if import_id is not None:
+            _path_params['importId'] = import_id
+        # process the query parameters
+        # process the header parameters
+        # process the form parameters
+        # process the body parameter
+
+
+        # set the HTTP header `Accept`
+        if 'Accept' not in _header_params:
+            _header_params['Accept'] = self.api_client.select_header_accept(
+                [
+                    'application/json', 
+                    'application/problem+json'
+                ]
+            )
+
+
+        # authentication setting
+        _auth_settings: List[str] = [
+            'ApiToken'
+        ]
+
+        return self.api_client.param_serialize(
+            method='POST',
+            resource_path='/api/v1/workspaces/{workspaceId}/audiences/{audienceId}/imports/{importId}/discard',
+            path_params=_path_params,
+            query_params=_query_params,
+            header_params=_header_params,
+            body=_body_params,
+            post_params=_form_params,
+            files=_files,
+            auth_settings=_auth_settings,
+            collection_formats=_collection_formats,
+            _host=_host,
+            _request_auth=_request_auth
+        )
+
+
+
+
+    @validate_call
     def download_audience_import_errors(
         self,
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
@@ -2867,7 +3177,7 @@ class AudiencesApi:
         audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=6)]], Field(description="Repeat to match any of several states.")] = None,
+        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=7)]], Field(description="Repeat to match any of several states.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -2956,7 +3266,7 @@ class AudiencesApi:
         audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=6)]], Field(description="Repeat to match any of several states.")] = None,
+        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=7)]], Field(description="Repeat to match any of several states.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -3045,7 +3355,7 @@ class AudiencesApi:
         audience_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=6)]], Field(description="Repeat to match any of several states.")] = None,
+        state: Annotated[Optional[Annotated[List[AudienceImportState], Field(max_length=7)]], Field(description="Repeat to match any of several states.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],

@@ -20,7 +20,7 @@ from typing_extensions import Self
 
 class AudienceImportState(str, Enum):
     """
-    CREATED (waiting for content) → STAGING (parsing) → STAGED (preview available) → COMMITTED (snapshot created); FAILED and EXPIRED are terminal.
+    CREATED (waiting for content) → STAGING (parsing) → STAGED (preview available) → COMMITTED (snapshot created); FAILED, EXPIRED and DISCARDED (by a user, from CREATED or STAGED) are terminal.
     """
 
     """
@@ -32,6 +32,7 @@ class AudienceImportState(str, Enum):
     COMMITTED = 'COMMITTED'
     FAILED = 'FAILED'
     EXPIRED = 'EXPIRED'
+    DISCARDED = 'DISCARDED'
 
     @classmethod
     def from_json(cls, json_str: str) -> Self:

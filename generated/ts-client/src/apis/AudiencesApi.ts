@@ -152,6 +152,21 @@ export interface DeleteAudienceRequest {
     audienceId: string;
 }
 
+export interface DiscardAudienceImportRequest {
+    /**
+     * 
+     */
+    workspaceId: string;
+    /**
+     * 
+     */
+    audienceId: string;
+    /**
+     * 
+     */
+    importId: string;
+}
+
 export interface DownloadAudienceImportErrorsRequest {
     /**
      * 
@@ -629,6 +644,77 @@ export class AudiencesApi extends runtime.BaseAPI {
      */
     async deleteAudience(requestParameters: DeleteAudienceRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<void> {
         await this.deleteAudienceRaw(requestParameters, initOverrides);
+    }
+
+    /**
+     * Creates request options for discardAudienceImport without sending the request
+     */
+    async discardAudienceImportRequestOpts(requestParameters: DiscardAudienceImportRequest): Promise<runtime.RequestOpts> {
+        if (requestParameters['workspaceId'] == null) {
+            throw new runtime.RequiredError(
+                'workspaceId',
+                'Required parameter "workspaceId" was null or undefined when calling discardAudienceImport().'
+            );
+        }
+
+        if (requestParameters['audienceId'] == null) {
+            throw new runtime.RequiredError(
+                'audienceId',
+                'Required parameter "audienceId" was null or undefined when calling discardAudienceImport().'
+            );
+        }
+
+        if (requestParameters['importId'] == null) {
+            throw new runtime.RequiredError(
+                'importId',
+                'Required parameter "importId" was null or undefined when calling discardAudienceImport().'
+            );
+        }
+
+        const queryParameters: any = {};
+
+        const headerParameters: runtime.HTTPHeaders = {};
+
+        if (this.configuration && this.configuration.accessToken) {
+            const token = this.configuration.accessToken;
+            const tokenString = await token("ApiToken", []);
+
+            if (tokenString) {
+                headerParameters["Authorization"] = `Bearer ${tokenString}`;
+            }
+        }
+
+        let urlPath = `/api/v1/workspaces/{workspaceId}/audiences/{audienceId}/imports/{importId}/discard`;
+        urlPath = urlPath.replace('{workspaceId}', encodeURIComponent(String(requestParameters['workspaceId'])));
+        urlPath = urlPath.replace('{audienceId}', encodeURIComponent(String(requestParameters['audienceId'])));
+        urlPath = urlPath.replace('{importId}', encodeURIComponent(String(requestParameters['importId'])));
+
+        return {
+            path: urlPath,
+            method: 'POST',
+            headers: headerParameters,
+            query: queryParameters,
+        };
+    }
+
+    /**
+     * The import becomes DISCARDED and its staged rows are removed now instead of at its deadline: the way out of a wrong file or a wrong mapping. Only CREATED and STAGED imports can be discarded (409 IMPORT_STATE_CONFLICT otherwise: one being received is left to its upload, a committed one has its snapshot). Discarding a DISCARDED import answers it again.
+     * Discard an import that is waiting for its file or staged
+     */
+    async discardAudienceImportRaw(requestParameters: DiscardAudienceImportRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<AudienceImport>> {
+        const requestOptions = await this.discardAudienceImportRequestOpts(requestParameters);
+        const response = await this.request(requestOptions, initOverrides);
+
+        return new runtime.JSONApiResponse(response, (jsonValue) => AudienceImportFromJSON(jsonValue));
+    }
+
+    /**
+     * The import becomes DISCARDED and its staged rows are removed now instead of at its deadline: the way out of a wrong file or a wrong mapping. Only CREATED and STAGED imports can be discarded (409 IMPORT_STATE_CONFLICT otherwise: one being received is left to its upload, a committed one has its snapshot). Discarding a DISCARDED import answers it again.
+     * Discard an import that is waiting for its file or staged
+     */
+    async discardAudienceImport(requestParameters: DiscardAudienceImportRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<AudienceImport> {
+        const response = await this.discardAudienceImportRaw(requestParameters, initOverrides);
+        return await response.value();
     }
 
     /**

@@ -14,7 +14,7 @@
 
 
 /**
- * CREATED (waiting for content) → STAGING (parsing) → STAGED (preview available) → COMMITTED (snapshot created); FAILED and EXPIRED are terminal.
+ * CREATED (waiting for content) → STAGING (parsing) → STAGED (preview available) → COMMITTED (snapshot created); FAILED, EXPIRED and DISCARDED (by a user, from CREATED or STAGED) are terminal.
  * @export
  */
 export const AudienceImportState = {
@@ -24,6 +24,7 @@ export const AudienceImportState = {
     Committed: 'COMMITTED',
     Failed: 'FAILED',
     Expired: 'EXPIRED',
+    Discarded: 'DISCARDED',
 } as const;
 export type AudienceImportState = typeof AudienceImportState[keyof typeof AudienceImportState];
 

@@ -153,6 +153,11 @@ class AudiencesClient(WorkspaceResource):
             idempotency_key=new_idempotency_key(idempotency_key),
         )
 
+    def discard_import(self, audience_id: str, import_id: str) -> Any:
+        """Throw away a CREATED or STAGED import and its staged rows now (state DISCARDED); 409
+        IMPORT_STATE_CONFLICT for one being received or already committed. Safe to repeat."""
+        return self._api.discard_audience_import(self._workspace_id, audience_id, import_id)
+
     def list_snapshots(self, audience_id: str, *, limit: int | None = None, cursor: str | None = None) -> Any:
         return self._api.list_audience_snapshots(self._workspace_id, audience_id, limit=limit, cursor=cursor)
 

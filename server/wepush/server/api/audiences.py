@@ -209,6 +209,13 @@ async def commit_audience_import(
     return json_response(outcome.body, outcome.status, {"Location": location} if outcome.resource_id else {})
 
 
+async def discard_audience_import(workspace_id: str, audience_id: str, import_id: str) -> ConnexionResponse:
+    discarded = await services().resources.imports.discard(
+        current_principal(), workspace_id, audience_id, import_id, trace_id=current_trace_id()
+    )
+    return json_response(render_import(discarded))
+
+
 async def list_audience_snapshots(
     workspace_id: str, audience_id: str, limit: int | None = None, cursor: str | None = None
 ) -> ConnexionResponse:

@@ -72,6 +72,7 @@ _RESOURCE: Final = "AUDIENCE_IMPORT"
 ERRORS_DOWNLOAD: Final = "audience_import.errors.download"
 _OPEN_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGING, ImportState.STAGED})
 _READABLE_STATES: Final = frozenset({ImportState.STAGED, ImportState.COMMITTED})
+_DISCARDABLE_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGED})
 _ERROR_STATUSES: Final = (StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE)
 _MAX_FAILURE_CHARS: Final = 2000
 _SERVICE: Final = Principal(type=PrincipalType.SYSTEM, id="service")
@@ -419,6 +420,60 @@ class ImportService:
             )
         await discard_staging_in_batches(self._deps.uow, claimed.id)
         return failed
+
+    async def discard(
+        self,
+        principal: Principal,
+        workspace_id: str,
+        audience_id: str,
+        import_id: str,
+        *,
+        trace_id: str | None = None,
+    ) -> AudienceImport:
+        """DISCARDED for a CREATED or STAGED import, its staged rows removed now rather than at the
+        deadline; a DISCARDED import is answered as it is (a retried request changes nothing).
+
+        An import being received (STAGING) is refused: its upload still writes rows and ends it. The
+        update is versioned, so a commit or an upload that claims the import at the same moment either
+        wins (and the discard is refused naming the state it left) or finds the import discarded."""
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.OPERATOR,
+            action="audience_import.discard",
+            resource_type=_RESOURCE,
+            resource_id=import_id,
+        )
+        now = self._deps.clock()
+        async with self._deps.uow() as uow:
+            found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
+            state = _effective(found, now).state
+            if state is ImportState.DISCARDED:
+                return found
+            if state not in _DISCARDABLE_STATES:
+                raise ImportStateConflict(import_id, state.value, "be discarded")
+            try:
+                discarded = await uow.audience_imports.update(
+                    dataclasses.replace(found, state=ImportState.DISCARDED)
+                )
+            except VersionConflict:
+                again = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
+                raise ImportStateConflict(
+                    import_id, _effective(again, now).state.value, "be discarded"
+                ) from None
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                "audience_import.discard",
+                _RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=import_id,
+                trace_id=trace_id,
+            )
+        # Outside the transaction, in bounded batches like a failed upload's (see ``_fail``).
+        await discard_staging_in_batches(self._deps.uow, import_id)
+        return discarded
 
     async def preview(
         self, principal: Principal, workspace_id: str, audience_id: str, import_id: str

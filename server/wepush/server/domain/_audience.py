@@ -33,6 +33,7 @@ class ImportState(StrEnum):
     COMMITTED = "COMMITTED"
     FAILED = "FAILED"
     EXPIRED = "EXPIRED"
+    DISCARDED = "DISCARDED"
 
 
 class ImportFormat(StrEnum):

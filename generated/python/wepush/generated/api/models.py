@@ -803,7 +803,7 @@ class AudienceImportEncoding(StrEnum):
 
 class AudienceImportState(StrEnum):
     """
-    CREATED (waiting for content) → STAGING (parsing) → STAGED (preview available) → COMMITTED (snapshot created); FAILED and EXPIRED are terminal.
+    CREATED (waiting for content) → STAGING (parsing) → STAGED (preview available) → COMMITTED (snapshot created); FAILED, EXPIRED and DISCARDED (by a user, from CREATED or STAGED) are terminal.
     """
 
     CREATED = "CREATED"
@@ -812,6 +812,7 @@ class AudienceImportState(StrEnum):
     COMMITTED = "COMMITTED"
     FAILED = "FAILED"
     EXPIRED = "EXPIRED"
+    DISCARDED = "DISCARDED"
 
 
 class AudienceImportCreate(BaseModel):
