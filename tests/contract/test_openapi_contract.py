@@ -656,10 +656,10 @@ def test_artifact_download_supports_byte_ranges() -> None:
     )
 
 
-def test_audience_import_content_accepts_csv_and_plain_text_uploads() -> None:
+def test_audience_import_content_accepts_csv_and_plain_text_uploads_as_files() -> None:
     operation, _ = _operation(_WS + "/audiences/{audienceId}/imports/{importId}/content", "put")
     content = operation["requestBody"]["content"]
-    assert set(content) == {"text/csv", "text/plain"}
+    assert set(content) == {"text/csv", "text/plain", "application/vnd.ms-excel", "application/octet-stream"}
     for media in content.values():
         assert media["schema"] == {"type": "string", "format": "binary"}
 

@@ -632,3 +632,29 @@ async def test_an_upload_that_read_the_import_before_another_claimed_it_gets_a_s
     assert (loser.status_code, problem["code"]) == (409, "IMPORT_STATE_CONFLICT"), problem
     assert "STAGED" in problem["detail"]
     assert (stored["state"], stored["counts"]["acceptedRows"]) == ("STAGED", 1)
+
+
+@pytest.mark.parametrize("media_type", ["application/vnd.ms-excel", "application/octet-stream"])
+async def test_a_browser_or_a_generic_tool_may_name_the_file_otherwise(
+    tmp_path: Path, media_type: str
+) -> None:
+    """The import's format decides how the file is read; the body is still streamed, not parsed as a
+    request body first (it would then arrive empty)."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        staged = expect(
+            await upload(
+                app, ws, audience["id"], started["id"], b"mobile,name\n1,Ann\n2,Bo\n", media_type=media_type
+            ),
+            200,
+        )
+        assert (staged["state"], staged["counts"]["acceptedRows"]) == ("STAGED", 2)
+
+        other = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        refused = await upload(
+            app, ws, audience["id"], other["id"], b"mobile\n1\n", media_type="application/json"
+        )
+        assert (refused.status_code, refused.json()["code"]) == (415, "VALIDATION_FAILED")
+        assert "text/csv" in refused.json()["detail"]

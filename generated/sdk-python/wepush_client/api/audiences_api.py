@@ -4843,7 +4843,7 @@ class AudiencesApi:
     ) -> AudienceImport:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file.
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send).
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -4935,7 +4935,7 @@ class AudiencesApi:
     ) -> ApiResponse[AudienceImport]:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file.
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send).
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -5027,7 +5027,7 @@ class AudiencesApi:
     ) -> RESTResponseType:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file.
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send).
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -5161,7 +5161,9 @@ class AudiencesApi:
                 self.api_client.select_header_content_type(
                     [
                         'text/csv', 
-                        'text/plain'
+                        'text/plain', 
+                        'application/vnd.ms-excel', 
+                        'application/octet-stream'
                     ]
                 )
             )

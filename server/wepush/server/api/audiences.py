@@ -1,7 +1,8 @@
 """Audiences, their CSV/TXT imports, snapshots and recipients: thin handlers.
 
-The import upload declares no ``body`` parameter on purpose: Connexion then leaves a ``text/csv`` or
-``text/plain`` body unread, and the handler streams it chunk by chunk from the ASGI receive channel.
+The import upload declares no ``body`` parameter on purpose: Connexion then leaves the file (``text/csv``,
+``text/plain`` or the other media types the contract lists) unread, and the handler streams it chunk by
+chunk from the ASGI receive channel.
 """
 
 from __future__ import annotations
