@@ -281,8 +281,22 @@ def _stamp(out: Path) -> None:
 
 
 def generate(contracts: Path, out: Path) -> None:
+    """Build everything beside ``out`` and put it in place only once all of it is built: a contract that
+    does not parse, or a generator that fails, leaves the committed ``generated/`` as it was."""
+    partial = out.with_name(f".{out.name}.partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    try:
+        _generate_into(contracts, partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     if out.exists():
         shutil.rmtree(out)
+    partial.rename(out)
+
+
+def _generate_into(contracts: Path, out: Path) -> None:
     out.mkdir(parents=True)
     (out / "README.md").write_text(
         f"<!-- {NOTICE} -->\n# generated/\n\n{NOTICE}\n\n"
