@@ -16,9 +16,15 @@ from tests.integration.api._support_content import (
     upload,
     ws_url,
 )
-from wepush.server.domain import ImportCounts, ImportState
+from wepush.server.domain import ImportCounts, ImportState, StagedRow, StagedRowStatus
 
 FILE = b"mobile,name\n1,Ann\n2,Bo\n2,Bo again\n3\n"
+
+
+def _row(line: int) -> StagedRow:
+    return StagedRow(
+        line_number=line, status=StagedRowStatus.ACCEPTED, item_key=str(line), fields={"mobile": str(line)}
+    )
 
 
 async def test_a_staged_import_is_discarded_with_its_rows_and_cannot_be_committed(tmp_path: Path) -> None:
@@ -35,8 +41,13 @@ async def test_a_staged_import_is_discarded_with_its_rows_and_cannot_be_committe
         async with uow(app)(read_only=True) as reading:
             assert await reading.audience_imports.count_staged(started["id"]) == ImportCounts()
 
+        # A discard that stopped before its rows were gone (a crash) is finished by the next one.
+        async with uow(app)() as writing:
+            await writing.audience_imports.stage_rows(started["id"], [_row(2), _row(3)])
         again = expect(await app.client.post(f"{url}/discard", headers=app.admin()), 200)
         assert again == discarded
+        async with uow(app)(read_only=True) as reading:
+            assert await reading.audience_imports.count_staged(started["id"]) == ImportCounts()
         for refused in (
             await commit(app, ws, audience["id"], started["id"], audience["version"]),
             await app.client.get(f"{url}/preview", headers=app.admin()),

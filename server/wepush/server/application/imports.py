@@ -431,7 +431,8 @@ class ImportService:
         trace_id: str | None = None,
     ) -> AudienceImport:
         """DISCARDED for a CREATED or STAGED import, its staged rows removed now rather than at the
-        deadline; a DISCARDED import is answered as it is (a retried request changes nothing).
+        deadline. A DISCARDED import is answered as it is, after removing any rows a discard that
+        stopped half-way left behind, so a retried request finishes the first one's work.
 
         An import being received (STAGING) is refused: its upload still writes rows and ends it. The
         update is versioned, so a commit or an upload that claims the import at the same moment either
@@ -450,29 +451,39 @@ class ImportService:
             found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
             state = _effective(found, now).state
             if state is ImportState.DISCARDED:
-                return found
-            if state not in _DISCARDABLE_STATES:
+                discarded = found
+            elif state not in _DISCARDABLE_STATES:
                 raise ImportStateConflict(import_id, state.value, "be discarded")
-            try:
-                discarded = await uow.audience_imports.update(
-                    dataclasses.replace(found, state=ImportState.DISCARDED)
-                )
-            except VersionConflict:
-                again = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
-                raise ImportStateConflict(
-                    import_id, _effective(again, now).state.value, "be discarded"
-                ) from None
-            await self._deps.auditor.record(
-                uow,
-                principal,
-                "audience_import.discard",
-                _RESOURCE,
-                workspace_id=workspace_id,
-                resource_id=import_id,
-                trace_id=trace_id,
-            )
+            else:
+                discarded = await self._mark_discarded(uow, principal, found, now, trace_id)
         # Outside the transaction, in bounded batches like a failed upload's (see ``_fail``).
         await discard_staging_in_batches(self._deps.uow, import_id)
+        return discarded
+
+    async def _mark_discarded(
+        self,
+        uow: UnitOfWork,
+        principal: Principal,
+        found: AudienceImport,
+        now: datetime,
+        trace_id: str | None,
+    ) -> AudienceImport:
+        try:
+            discarded = await uow.audience_imports.update(
+                dataclasses.replace(found, state=ImportState.DISCARDED)
+            )
+        except VersionConflict:
+            again = await self._import_of(uow, principal, found.workspace_id, found.audience_id, found.id)
+            raise ImportStateConflict(found.id, _effective(again, now).state.value, "be discarded") from None
+        await self._deps.auditor.record(
+            uow,
+            principal,
+            "audience_import.discard",
+            _RESOURCE,
+            workspace_id=found.workspace_id,
+            resource_id=found.id,
+            trace_id=trace_id,
+        )
         return discarded
 
     async def preview(
