@@ -75,7 +75,7 @@ async def test_a_fresh_database_migrated_to_head_has_no_differences_from_the_mod
 
     await upgrade_database_async(url)
 
-    assert await current_revision_async(url) == head_revision() == "0005_run_confirmation_once"
+    assert await current_revision_async(url) == head_revision() == "0006_import_receiving_lease"
     assert await is_up_to_date_async(url)
     assert await _diff_against(url, metadata) == []
 

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from wepush.agent.engine import SecretMasker
 from wepush.agent.providers.catalog import ProviderCatalog
+from wepush.server.application._import_receiving import ReceivingPolicy
 from wepush.server.application.audit import Auditor
 from wepush.server.application.credentials import TokenHasher
 from wepush.server.domain import UnitOfWorkFactory
@@ -40,3 +41,5 @@ class ServiceDeps:
     redactor: SecretScrubber = field(default_factory=SecretMasker)
     """The Service's redactor (the composition root passes the logging one); a connection test
     registers the secret values it resolves with it. The default applies the shared rules only."""
+    receiving: ReceivingPolicy = field(default_factory=ReceivingPolicy)
+    """How an upload holds its import while the file arrives (see :mod:`._import_receiving`)."""

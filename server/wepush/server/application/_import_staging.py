@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -86,9 +86,13 @@ async def stage_upload(
     settings: ImportSettings,
     limits: ImportLimits,
     batch_rows: int = STAGE_BATCH_ROWS,
+    still_receiving: Callable[[], None] = lambda: None,
 ) -> StagingOutcome:
     """Parse and stage the whole body. Raises :class:`HeaderRejected` (the file does not fit the mapping),
-    :class:`UploadTooLarge` or :class:`ImportLimitError`; rows already staged stay for the caller to discard."""
+    :class:`UploadTooLarge` or :class:`ImportLimitError`; rows already staged stay for the caller to discard.
+
+    ``still_receiving`` is called for every chunk and before every write; whatever it raises stops the
+    upload (the receiver's lease on the import was lost)."""
     reader = RecordReader(
         format=settings.format,
         delimiter=settings.delimiter,
@@ -116,12 +120,14 @@ async def stage_upload(
             if rows > limits.max_rows:
                 raise ImportLimitError(f"the file has more than {limits.max_rows} rows")
             while len(pending) >= batch_rows:
+                still_receiving()
                 await writer.write(pending[:batch_rows])
                 del pending[:batch_rows]
             await asyncio.sleep(0)
 
     try:
         async for chunk in chunks:
+            still_receiving()
             received += len(chunk)
             if received > limits.max_bytes:
                 raise UploadTooLarge(f"the file is larger than the import limit of {limits.max_bytes} bytes")
@@ -130,6 +136,7 @@ async def stage_upload(
         if builder.awaiting_header:
             raise HeaderRejected("the file is empty: no header line was found")
         if pending:
+            still_receiving()
             await writer.write(pending)
             pending = []
         await writer.drain()

@@ -22,6 +22,12 @@ from wepush.server.application._accounts_access import authorize_audited, ensure
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._import_coding import ContentCoding, content_coding, decoded
 from wepush.server.application._import_errors import ContentRejected, ImportLimitError, UploadTooLarge
+from wepush.server.application._import_receiving import (
+    IMPORT_SERVICE,
+    AbandonedUploads,
+    UploadAbandoned,
+    receiving,
+)
 from wepush.server.application._import_rows import MAX_RAW_CHARS
 from wepush.server.application._import_settings import (
     RECEIVED_BY_KEY,
@@ -30,7 +36,7 @@ from wepush.server.application._import_settings import (
     source_columns,
 )
 from wepush.server.application._import_staging import StagingOutcome, stage_upload
-from wepush.server.application.auth import Principal, PrincipalType, Role
+from wepush.server.application.auth import Principal, Role
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.application.import_retention import discard_staging_in_batches
 from wepush.server.domain import (
@@ -55,6 +61,7 @@ __all__ = [
     "ERRORS_DOWNLOAD",
     "IMPORT_TTL",
     "PREVIEW_ROWS",
+    "AbandonedUploads",
     "ErrorRowsIncomplete",
     "ImportPreview",
     "ImportService",
@@ -75,7 +82,6 @@ _READABLE_STATES: Final = frozenset({ImportState.STAGED, ImportState.COMMITTED})
 _DISCARDABLE_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGED})
 _ERROR_STATUSES: Final = (StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE)
 _MAX_FAILURE_CHARS: Final = 2000
-_SERVICE: Final = Principal(type=PrincipalType.SYSTEM, id="service")
 _INTERRUPTED: Final = (
     "the upload was interrupted: the Service instance receiving the file stopped before it was complete; "
     "start a new import to send the file again"
@@ -268,13 +274,17 @@ class ImportService:
         claimed = await self._claim(principal, workspace_id, audience_id, import_id)
         settings = ImportSettings.from_options(claimed.format, claimed.options)
         try:
-            outcome = await stage_upload(
-                decoded(chunks, coding),
-                uow=self._deps.uow,
-                import_id=import_id,
-                settings=settings,
-                limits=self._deps.import_limits,
-            )
+            async with receiving(self._deps.uow, import_id, self._deps.clock, self._deps.receiving) as lease:
+                outcome = await stage_upload(
+                    decoded(chunks, coding),
+                    uow=self._deps.uow,
+                    import_id=import_id,
+                    settings=settings,
+                    limits=self._deps.import_limits,
+                    still_receiving=lease.check,
+                )
+        except UploadAbandoned:
+            raise await self._given_up(claimed) from None
         except ContentRejected as rejected:
             return await self._fail(claimed, principal, str(rejected), trace_id)
         except UploadTooLarge as limit:
@@ -301,6 +311,14 @@ class ImportService:
     async def _mark_staged(
         self, claimed: AudienceImport, outcome: StagingOutcome, principal: Principal, trace_id: str | None
     ) -> AudienceImport:
+        try:
+            return await self._record_staged(claimed, outcome, principal, trace_id)
+        except VersionConflict:
+            raise await self._given_up(claimed) from None
+
+    async def _record_staged(
+        self, claimed: AudienceImport, outcome: StagingOutcome, principal: Principal, trace_id: str | None
+    ) -> AudienceImport:
         import_id, workspace_id = claimed.id, claimed.workspace_id
         async with self._deps.uow() as uow:
             # The audience may have been deleted while the file was read: then the upload fails (404)
@@ -321,6 +339,7 @@ class ImportService:
                     counts=counts,
                     columns=outcome.fields,
                     options={**claimed.options, SOURCE_COLUMNS_KEY: outcome.source_columns},
+                    receiving_until=None,
                 )
             )
             await self._deps.auditor.record(
@@ -350,6 +369,7 @@ class ImportService:
                             found,
                             state=ImportState.STAGING,
                             options={**found.options, RECEIVED_BY_KEY: self._deps.instance_name},
+                            receiving_until=now + self._deps.receiving.lease,
                         )
                     )
                 except VersionConflict:
@@ -358,6 +378,16 @@ class ImportService:
                     again = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
                     state = _effective(again, now).state
         raise ImportStateConflict(import_id, state.value, "accept content")
+
+    async def _given_up(self, claimed: AudienceImport) -> ImportStateConflict:
+        """For an upload whose import the Service moved on behind its back (given up as abandoned by
+        another instance, or past its deadline): remove what the upload staged since, and name the state.
+        Nothing else changes a STAGING import."""
+        await discard_staging_in_batches(self._deps.uow, claimed.id)
+        async with self._deps.uow(read_only=True) as uow:
+            found = await uow.audience_imports.get(claimed.workspace_id, claimed.id)
+        state = _effective(found, self._deps.clock()).state
+        return ImportStateConflict(claimed.id, state.value, "accept content any more")
 
     async def fail_interrupted_uploads(self) -> int:
         """FAILED for every upload this instance was receiving when it last stopped; how many.
@@ -373,9 +403,11 @@ class ImportService:
             if found.options.get(RECEIVED_BY_KEY) != self._deps.instance_name:
                 continue
             try:
-                await self._fail(found, _SERVICE, _INTERRUPTED, None, summary="the upload was interrupted")
-            except VersionConflict:
-                continue
+                await self._fail(
+                    found, IMPORT_SERVICE, _INTERRUPTED, None, summary="the upload was interrupted"
+                )
+            except ImportStateConflict:
+                continue  # it moved on meanwhile
             failed += 1
         if failed:
             _log.warning(
@@ -397,6 +429,22 @@ class ImportService:
         # FAILED first, then the staged rows in bounded batches: a file that failed at the row limit has
         # millions of them, and one DELETE would hold SQLite's write lock past every writer's busy
         # timeout. Rows left behind by a crash in between go with the retention sweep.
+        try:
+            failed = await self._record_failed(claimed, principal, reason, trace_id, summary=summary)
+        except VersionConflict:
+            raise await self._given_up(claimed) from None
+        await discard_staging_in_batches(self._deps.uow, claimed.id)
+        return failed
+
+    async def _record_failed(
+        self,
+        claimed: AudienceImport,
+        principal: Principal,
+        reason: str,
+        trace_id: str | None,
+        *,
+        summary: str,
+    ) -> AudienceImport:
         async with self._deps.uow() as uow:
             failed = await uow.audience_imports.update(
                 dataclasses.replace(
@@ -404,6 +452,7 @@ class ImportService:
                     state=ImportState.FAILED,
                     counts=ImportCounts(),
                     failure_reason=reason[:_MAX_FAILURE_CHARS],
+                    receiving_until=None,
                 )
             )
             await self._deps.auditor.record(
@@ -418,7 +467,6 @@ class ImportService:
                 trace_id=trace_id,
                 summary=summary,
             )
-        await discard_staging_in_batches(self._deps.uow, claimed.id)
         return failed
 
     async def discard(

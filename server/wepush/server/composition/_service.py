@@ -47,6 +47,7 @@ from wepush.server.application.credentials import TokenHasher
 from wepush.server.application.execution import ArtifactRetention, ArtifactStore, RunAvailabilityNotifier
 from wepush.server.application.health import CheckResult, HealthService
 from wepush.server.application.import_retention import ImportRetention
+from wepush.server.application.imports import AbandonedUploads
 from wepush.server.application.paging import CursorCodec
 from wepush.server.application.request_budget import RequestBudget
 from wepush.server.application.runs import RunPorts
@@ -71,6 +72,8 @@ from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyError
 _log = logging.getLogger("wepush.server")
 #: How often expired imports and their staging rows are swept (the deadline is 24 hours after creation).
 IMPORT_RETENTION_INTERVAL: Final = timedelta(minutes=10)
+#: Next to the upload lease (5 minutes): an abandoned upload is failed within about 6 minutes.
+ABANDONED_UPLOAD_INTERVAL: Final = timedelta(minutes=1)
 ARTIFACT_RETENTION_INTERVAL: Final = timedelta(hours=1)
 
 
@@ -242,6 +245,7 @@ class ServiceRuntime:
     artifact_store: ArtifactStore | None = None
     embedded_agent: EmbeddedAgent | None = None
     import_retention: asyncio.Task[None] | None = None
+    abandoned_uploads: asyncio.Task[None] | None = None
     artifact_retention: asyncio.Task[None] | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
 
@@ -371,6 +375,11 @@ class ServiceRuntime:
             ImportRetention(uow_factory, utc_now).run_every(IMPORT_RETENTION_INTERVAL),
             name="import-retention",
         )
+        # Uploads whose receiving instance stopped renewing its lease and never came back.
+        self.abandoned_uploads = asyncio.create_task(
+            AbandonedUploads(uow_factory, utc_now, self.deps.auditor).run_every(ABANDONED_UPLOAD_INTERVAL),
+            name="abandoned-uploads",
+        )
         # Expired artifacts and uploads whose writer died: the Service's own duty, so an instance without
         # an embedded agent (or one whose agent failed) still keeps the store clean.
         self.artifact_retention = asyncio.create_task(
@@ -425,12 +434,12 @@ class ServiceRuntime:
 
     async def stop(self) -> None:
         self.services.started = None
-        for sweep in (self.import_retention, self.artifact_retention):
+        for sweep in (self.import_retention, self.abandoned_uploads, self.artifact_retention):
             if sweep is not None:
                 sweep.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweep
-        self.import_retention = self.artifact_retention = None
+        self.import_retention = self.abandoned_uploads = self.artifact_retention = None
         if self.embedded_agent is not None:
             # Runs get their grace period to finish, then are cancelled and settled, before the database goes.
             await self.embedded_agent.shutdown()

@@ -70,6 +70,9 @@ class AudienceImport:
     failure_reason: str | None = None
     snapshot_id: str | None = None
     expires_at: datetime
+    receiving_until: datetime | None = None
+    """While STAGING: the end of the receiving instance's lease on the upload, which that instance
+    renews while the file arrives. Past it the upload is abandoned (its instance stopped answering)."""
     created_at: datetime
     updated_at: datetime
     id: str = field(default_factory=new_id)

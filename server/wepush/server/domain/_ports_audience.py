@@ -94,6 +94,17 @@ class AudienceImportRepository(Protocol):
         now, and any that a stopped instance left behind (few: each is one upload)."""
         ...
 
+    async def renew_receiving(self, import_id: str, until: datetime) -> bool:
+        """Move a STAGING import's receiving lease to ``until`` (leaving its version alone: a heartbeat
+        is not a change); False when the import is no longer STAGING, e.g. given up as abandoned."""
+        ...
+
+    async def fail_lapsed_upload(self, import_id: str, now: datetime, reason: str) -> AudienceImport | None:
+        """FAILED (counts cleared, ``reason`` stored) for an import still STAGING whose receiving lease
+        ended before ``now``, decided in one statement so a renewal racing it wins or loses cleanly; the
+        failed import, or None when it was renewed, moved on or never had a lease."""
+        ...
+
     async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
         """Insert one batch of parsed rows (one ``executemany``). Call once per batch while streaming
         the upload, so the file is never held in memory. Returns the rows inserted."""

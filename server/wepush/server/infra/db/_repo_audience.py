@@ -89,6 +89,7 @@ _STAGED = RowMapper(StagedRow, audience_import_row, renames={"fields": "fields_j
 DUPLICATE_ITEM_KEY = "DUPLICATE_ITEM_KEY"
 _ERROR_STATUSES = frozenset({StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE})
 _OPEN_STATES = (ImportState.CREATED, ImportState.STAGING, ImportState.STAGED)
+_COUNT_COLUMNS = ("total_rows", "accepted_rows", "rejected_rows", "duplicate_rows")
 
 _STAGED_COLUMNS = tuple(audience_import_row.c.keys())
 # One batch of staging records as a JSON array of arrays, unpacked by SQLite in ``_STAGED_COLUMNS`` order.
@@ -293,6 +294,35 @@ class SqlAudienceImportRepository(SqlRepository):
             .order_by(audience_import.c.expires_at, audience_import.c.id)
         )
         return [_IMPORT.from_row(row) for row in rows]
+
+    async def renew_receiving(self, import_id: str, until: datetime) -> bool:
+        result = await self._conn.execute(
+            update(audience_import)
+            .where(audience_import.c.id == import_id, audience_import.c.state == ImportState.STAGING.value)
+            .values(receiving_until=until)
+        )
+        return bool(result.rowcount)
+
+    async def fail_lapsed_upload(self, import_id: str, now: datetime, reason: str) -> AudienceImport | None:
+        result = await self._conn.execute(
+            update(audience_import)
+            .where(
+                audience_import.c.id == import_id,
+                audience_import.c.state == ImportState.STAGING.value,
+                audience_import.c.receiving_until < now,
+            )
+            .values(
+                state=ImportState.FAILED.value,
+                receiving_until=None,
+                failure_reason=reason,
+                **{column: 0 for column in _COUNT_COLUMNS},
+                updated_at=self._clock(),
+                version=audience_import.c.version + 1,
+            )
+            .returning(*audience_import.c)
+        )
+        row = result.mappings().first()
+        return None if row is None else _IMPORT.from_row(row)
 
     async def stage_rows(self, import_id: str, rows: Sequence[StagedRow]) -> int:
         return await self.stage_records([staged_record(import_id, row) for row in rows])

@@ -69,6 +69,8 @@ audience_import = Table(
     Column("failure_reason", Text, nullable=True),
     ref_column("snapshot_id", None, nullable=True),
     Column("expires_at", UtcDateTime(), nullable=False),
+    # A heartbeat, not a change: renewing it leaves version and updated_at alone.
+    Column("receiving_until", UtcDateTime(), nullable=True),
     *audit_columns(),
     Index(None, "audience_id", "created_at"),
     Index(None, "state", "expires_at"),

@@ -1,0 +1,173 @@
+"""An upload's lease on its import, so that an upload whose Service instance stopped answering can be told
+from one still under way.
+
+The instance that claims an import (CREATED → STAGING) takes a lease on it and renews it while the file
+arrives, whatever the client's pace. Any instance's periodic check fails a STAGING import whose lease
+has run out: its receiver crashed, lost its database or was switched off and never came back, and the
+import would otherwise stay STAGING (refusing a new upload and a discard) for the rest of its 24 hours.
+A restart of the same instance does this at once (``ImportService.fail_interrupted_uploads``); the lease
+covers the instance that does not return.
+
+The lease is generous next to its renewal period, so clocks a little apart or a slow database do not
+fail a live upload; a receiver that finds its lease gone stops reading the file and names the state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Final
+
+from wepush.server.application.audit import Auditor
+from wepush.server.application.auth import Principal, PrincipalType
+from wepush.server.application.import_retention import discard_staging_in_batches
+from wepush.server.domain import AuditOutcome, UnitOfWorkFactory
+
+__all__ = [
+    "ABANDONED",
+    "IMPORT_SERVICE",
+    "AbandonedUploads",
+    "ReceivingLease",
+    "ReceivingPolicy",
+    "UploadAbandoned",
+    "receiving",
+]
+
+_log = logging.getLogger("wepush.server.imports")
+#: The actor of what the Service does to imports on its own.
+IMPORT_SERVICE: Final = Principal(type=PrincipalType.SYSTEM, id="service")
+_RESOURCE: Final = "AUDIENCE_IMPORT"
+ABANDONED: Final = (
+    "the upload was abandoned: the Service instance receiving the file stopped answering before it was "
+    "complete; start a new import to send the file again"
+)
+
+
+class UploadAbandoned(Exception):
+    """The receiver's lease on the import is gone: another instance gave the upload up (or its deadline
+    passed), so the rest of the file has nowhere to go."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivingPolicy:
+    lease: timedelta = timedelta(minutes=5)
+    """How long an upload's import stays its receiver's without a renewal."""
+    renew_every: timedelta = timedelta(minutes=1)
+    sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, compare=False)
+    """Waits between renewals (tests pass one they control)."""
+
+
+class ReceivingLease:
+    """Renews one import's lease until closed; :meth:`check` raises once another instance gave it up."""
+
+    def __init__(
+        self,
+        uow: UnitOfWorkFactory,
+        import_id: str,
+        clock: Callable[[], datetime],
+        policy: ReceivingPolicy,
+    ) -> None:
+        self._uow = uow
+        self._import_id = import_id
+        self._clock = clock
+        self._policy = policy
+        self.lost = False
+
+    def check(self) -> None:
+        if self.lost:
+            raise UploadAbandoned(self._import_id)
+
+    async def renew(self) -> bool:
+        """Move the lease on; False (and :attr:`lost`) once the import is no longer STAGING."""
+        async with self._uow() as uow:
+            kept = await uow.audience_imports.renew_receiving(
+                self._import_id, self._clock() + self._policy.lease
+            )
+        self.lost = self.lost or not kept
+        return kept
+
+    async def renew_until_lost(self) -> None:
+        while True:
+            await self._policy.sleep(self._policy.renew_every.total_seconds())
+            try:
+                if not await self.renew():
+                    return
+            except Exception:
+                # The database did not answer this time; the lease leaves room for several misses.
+                _log.warning(
+                    "the lease on upload %s could not be renewed; retrying",
+                    self._import_id,
+                    extra={"event": "IMPORT_LEASE_RENEWAL_FAILED"},
+                )
+
+
+@contextlib.asynccontextmanager
+async def receiving(
+    uow: UnitOfWorkFactory, import_id: str, clock: Callable[[], datetime], policy: ReceivingPolicy
+) -> AsyncIterator[ReceivingLease]:
+    """The lease on a claimed import, renewed in the background while the block runs."""
+    lease = ReceivingLease(uow, import_id, clock, policy)
+    renewing = asyncio.create_task(lease.renew_until_lost(), name=f"import-lease-{import_id}")
+    try:
+        yield lease
+    finally:
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewing
+
+
+class AbandonedUploads:
+    """Fails every STAGING import whose lease ran out, audits it and removes its staged rows."""
+
+    def __init__(self, uow: UnitOfWorkFactory, clock: Callable[[], datetime], auditor: Auditor) -> None:
+        self._uow = uow
+        self._clock = clock
+        self._auditor = auditor
+
+    async def sweep(self) -> int:
+        """How many uploads this pass failed. Safe beside other instances doing the same."""
+        now = self._clock()
+        async with self._uow(read_only=True) as uow:
+            staging = await uow.audience_imports.staging()
+        failed = 0
+        for found in staging:
+            if found.receiving_until is None or found.receiving_until >= now:
+                continue
+            async with self._uow() as uow:
+                abandoned = await uow.audience_imports.fail_lapsed_upload(found.id, now, ABANDONED)
+                if abandoned is None:
+                    continue  # renewed, finished or failed meanwhile
+                await self._auditor.record(
+                    uow,
+                    IMPORT_SERVICE,
+                    "audience_import.stage",
+                    _RESOURCE,
+                    workspace_id=abandoned.workspace_id,
+                    resource_id=abandoned.id,
+                    outcome=AuditOutcome.FAILED,
+                    fields=["content"],
+                    summary="the upload was abandoned",
+                )
+            await discard_staging_in_batches(self._uow, found.id)
+            failed += 1
+        if failed:
+            _log.warning(
+                "%d abandoned upload(s) marked FAILED", failed, extra={"event": "IMPORT_UPLOADS_ABANDONED"}
+            )
+        return failed
+
+    async def run_every(self, interval: timedelta) -> None:
+        """Check now and then every ``interval`` until cancelled; a failed pass is retried next time."""
+        while True:
+            try:
+                await self.sweep()
+            except Exception:
+                _log.exception(
+                    "abandoned-upload check failed; retrying on the next interval",
+                    extra={"event": "IMPORT_ABANDONED_CHECK_FAILED"},
+                )
+            await asyncio.sleep(interval.total_seconds())
