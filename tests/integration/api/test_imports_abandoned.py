@@ -242,3 +242,14 @@ async def test_a_renewal_the_database_did_not_answer_is_retried_at_the_next_one(
     assert [
         r.getMessage() for r in caplog.records if getattr(r, "event", "") == "IMPORT_LEASE_RENEWAL_FAILED"
     ] == [f"the lease on upload {import_id} could not be renewed; retrying"]
+
+
+async def test_every_instance_runs_the_check_from_its_start_until_it_stops(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        runtime = app.runtime
+        running = runtime.abandoned_uploads
+        assert running is not None
+        alive = not running.done()
+    assert alive
+    assert running.cancelled()
+    assert runtime.abandoned_uploads is None
