@@ -81,6 +81,7 @@ PUBLIC_API = {
         "TRACE_ID_HEADER",
         "BodyLimitOverride",
         "BodySizeLimitMiddleware",
+        "ChunkedBodyMiddleware",
         "CorsOptions",
         "SecurityHeadersMiddleware",
         "TraceIdMiddleware",

@@ -33,6 +33,7 @@ from wepush.agent.providers.plugins import PluginHealth, PluginStatus
 from wepush.server.api.middleware import (
     BodyLimitOverride,
     BodySizeLimitMiddleware,
+    ChunkedBodyMiddleware,
     SecurityHeadersMiddleware,
     TraceIdMiddleware,
     cors_middleware_options,
@@ -461,7 +462,7 @@ def _is_import_upload(path: str) -> bool:
 def _wrap(config: ServiceConfig) -> Callable[[ASGIApp], ASGIApp]:
     def wrap(app: ASGIApp) -> ASGIApp:
         wrapped: ASGIApp = BodySizeLimitMiddleware(
-            app,
+            ChunkedBodyMiddleware(app),
             max_bytes=config.server.max_body_bytes,
             overrides=[BodyLimitOverride(_is_import_upload, config.server.max_upload_bytes)],
         )

@@ -1,4 +1,5 @@
-"""Bare ASGI middlewares for HTTP hardening: body limits, security headers, trace ids, CORS options."""
+"""Bare ASGI middlewares for HTTP hardening: body limits, chunked bodies, security headers, trace ids,
+CORS options."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from wepush.server.api.middleware._body_limit import (
     BodyLimitOverride,
     BodySizeLimitMiddleware,
 )
+from wepush.server.api.middleware._chunked_body import ChunkedBodyMiddleware
 from wepush.server.api.middleware._cors import CorsOptions, cors_middleware_options
 from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_body, send_problem
 from wepush.server.api.middleware._security_headers import (
@@ -24,6 +26,7 @@ __all__ = [
     "TRACE_ID_HEADER",
     "BodyLimitOverride",
     "BodySizeLimitMiddleware",
+    "ChunkedBodyMiddleware",
     "CorsOptions",
     "SecurityHeadersMiddleware",
     "TraceIdMiddleware",
