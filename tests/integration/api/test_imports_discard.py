@@ -97,6 +97,8 @@ async def test_imports_being_received_or_committed_are_not_discarded_and_a_viewe
             )
             assert (refused.status_code, refused.json()["code"]) == (409, "IMPORT_STATE_CONFLICT")
             assert state in refused.json()["detail"]
+            if state == "STAGING":
+                assert "once the upload has ended" in refused.json()["detail"]
 
         _, viewer = await issue_token(app, ws, "VIEWER")
         forbidden = await app.client.post(

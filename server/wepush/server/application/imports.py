@@ -82,6 +82,10 @@ _READABLE_STATES: Final = frozenset({ImportState.STAGED, ImportState.COMMITTED})
 _DISCARDABLE_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGED})
 _ERROR_STATUSES: Final = (StagedRowStatus.REJECTED, StagedRowStatus.DUPLICATE)
 _MAX_FAILURE_CHARS: Final = 2000
+_STILL_RECEIVING: Final = (
+    "the import is receiving its file (STAGING); discard it once the upload has ended. An upload whose "
+    "Service instance stopped answering is given up (FAILED) within about 6 minutes"
+)
 _INTERRUPTED: Final = (
     "the upload was interrupted: the Service instance receiving the file stopped before it was complete; "
     "start a new import to send the file again"
@@ -500,6 +504,8 @@ class ImportService:
             state = _effective(found, now).state
             if state is ImportState.DISCARDED:
                 discarded = found
+            elif state is ImportState.STAGING:
+                raise ImportStateConflict(import_id, state.value, "be discarded", why=_STILL_RECEIVING)
             elif state not in _DISCARDABLE_STATES:
                 raise ImportStateConflict(import_id, state.value, "be discarded")
             else:
