@@ -192,3 +192,21 @@ def test_catalog_works_as_the_engine_provider_lookup() -> None:
 
     assert isinstance(lookup("wepush.http"), HttpProviderFactory)
     assert lookup(fake.descriptor().provider_id) is None
+
+
+def test_descriptor_text_longer_than_the_public_api_carries_is_rejected_with_its_reasons() -> None:
+    # The API's contract bounds these fields; a longer one made every catalog response fail it (500).
+    catalog = ProviderCatalog.from_factories(
+        [
+            RelabelledFactory(display_name="d" * 201, description="x" * 2001, platforms=("p" * 65,)),
+            RelabelledFactory(provider_id="acme.http", display_name="d" * 200, description="x" * 2000),
+        ]
+    )
+
+    [rejected] = catalog.health().rejected
+    assert rejected.reasons == (
+        "display name is 201 characters long; at most 200 are allowed",
+        "description is 2001 characters long; at most 2000 are allowed",
+        f"platform {'p' * 64!r}… is longer than 64 characters",
+    )
+    assert [d.provider_id for d in catalog.list()] == ["acme.http"]

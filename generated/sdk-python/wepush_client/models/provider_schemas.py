@@ -26,7 +26,7 @@ from pydantic_core import to_jsonable_python
 
 class ProviderSchemas(BaseModel):
     """
-    The provider's JSON Schemas. Secret fields carry `x-wepush-secret: true`; UI hints use the `x-wepush-*` keywords.
+    The provider's JSON Schemas. Secret fields carry `x-wepush-secret: true`; UI hints use the `x-wepush-*` keywords. Every `title` and `description` keyword is rich text cleaned like the provider's description; every other string (a pattern, an enum value, a default) is as written.
     """ # noqa: E501
     provider_id: Annotated[str, Field(min_length=1, strict=True, max_length=128)] = Field(description="Stable provider identifier as declared in the provider descriptor.", alias="providerId", json_schema_extra={"examples": ["wepush.http"]})
     schema_version: Optional[Annotated[str, Field(strict=True, max_length=64)]] = Field(default=None, alias="schemaVersion", json_schema_extra={"examples": ["1"]})

@@ -47,7 +47,7 @@ export interface Provider {
      */
     category: string;
     /**
-     * 
+     * Rich text written by the provider's author, cleaned of dangerous HTML: only a, b, br, code, em, i, li, ol, p, strong and ul remain, links keep http, https and mailto targets, and a bare < or & is escaped, so it is safe to render as HTML.
      */
     description?: string;
     /**

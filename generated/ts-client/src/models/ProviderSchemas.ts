@@ -14,7 +14,7 @@
 
 import { mapValues } from '../runtime';
 /**
- * The provider's JSON Schemas. Secret fields carry `x-wepush-secret: true`; UI hints use the `x-wepush-*` keywords.
+ * The provider's JSON Schemas. Secret fields carry `x-wepush-secret: true`; UI hints use the `x-wepush-*` keywords. Every `title` and `description` keyword is rich text cleaned like the provider's description; every other string (a pattern, an enum value, a default) is as written.
  * @export
  * @interface ProviderSchemas
  */

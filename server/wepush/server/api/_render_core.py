@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wepush.agent.engine import ProviderDescriptor, format_duration
+from wepush.server.api._rich_text import clean_rich_text, clean_schema_texts
 from wepush.server.application.accounts import AccountView, ConnectionTestOutcome
 from wepush.server.application.tokens import IssuedToken
 from wepush.server.domain import ApiToken, AuditEvent, Workspace, WorkspaceMember
@@ -72,13 +73,17 @@ def render_member(member: WorkspaceMember) -> dict[str, Any]:
     }
 
 
+#: The contract's ``Provider.description`` maxLength.
+_DESCRIPTION_CHARS = 2000
+
+
 def render_provider(descriptor: ProviderDescriptor) -> dict[str, Any]:
     caps = descriptor.capabilities
     body: dict[str, Any] = {
         "id": descriptor.provider_id,
         "displayName": descriptor.display_name,
         "category": descriptor.category,
-        "description": descriptor.description,
+        "description": clean_rich_text(descriptor.description, _DESCRIPTION_CHARS),
         "version": descriptor.version,
         "spiVersion": descriptor.spi_version,
         "schemaVersion": descriptor.schema_versions[-1],
@@ -103,24 +108,16 @@ def render_provider(descriptor: ProviderDescriptor) -> dict[str, Any]:
     return body
 
 
-def _plain(value: Any) -> Any:
-    """Descriptor schemas are read-only mapping proxies; JSON needs plain containers."""
-    if hasattr(value, "items"):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def render_provider_schemas(descriptor: ProviderDescriptor) -> dict[str, Any]:
+    # The schemas are read-only mapping proxies: the cleaning copy is also the JSON-ready one.
     schemas = descriptor.schemas
     return {
         "providerId": descriptor.provider_id,
         "schemaVersion": descriptor.schema_versions[-1],
-        "account": _plain(schemas.account),
-        "message": _plain(schemas.message),
-        "recipient": _plain(schemas.recipient),
-        "ui": _plain(schemas.ui),
+        "account": clean_schema_texts(schemas.account),
+        "message": clean_schema_texts(schemas.message),
+        "recipient": clean_schema_texts(schemas.recipient),
+        "ui": clean_schema_texts(schemas.ui),
     }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -107,9 +107,34 @@ def destination_field_problems(schema: Mapping[str, Any], schema_name: str) -> l
     ]
 
 
+#: The longest text the public API carries for each descriptor field (the Service's contract): a longer
+#: one would make every catalog response fail its own contract.
+_TEXT_LIMITS: Final = (
+    ("provider id", "provider_id", 128),
+    ("display name", "display_name", 200),
+    ("category", "category", 64),
+    ("description", "description", 2000),
+    ("icon", "icon", 512),
+    ("version", "version", 64),
+    ("SPI version", "spi_version", 16),
+)
+_SHORT_TEXT: Final = 64
+
+
+def _text_problems(descriptor: ProviderDescriptor) -> Iterator[str]:
+    for label, attribute, limit in _TEXT_LIMITS:
+        value = getattr(descriptor, attribute) or ""
+        if len(value) > limit:
+            yield f"{label} is {len(value)} characters long; at most {limit} are allowed"
+    for label, values in (("platform", descriptor.platforms), ("schema version", descriptor.schema_versions)):
+        for value in values:
+            if len(value) > _SHORT_TEXT:
+                yield f"{label} {value[:_SHORT_TEXT]!r}… is longer than {_SHORT_TEXT} characters"
+
+
 def descriptor_problems(descriptor: ProviderDescriptor) -> list[str]:
     """Every reason the catalog must refuse this descriptor; empty when acceptable."""
-    problems: list[str] = []
+    problems: list[str] = list(_text_problems(descriptor))
     if not PROVIDER_ID_PATTERN.match(descriptor.provider_id):
         problems.append(
             f"provider id {descriptor.provider_id!r} is not of the form 'vendor.channel' "

@@ -326,7 +326,10 @@ class Provider(BaseModel):
         max_length=64,
     )
     description: str | None = Field(
-        None, examples=["Sends one HTTP request per recipient."], max_length=2000
+        None,
+        description="Rich text written by the provider's author, cleaned of dangerous HTML: only a, b, br, code, em, i, li, ol, p, strong and ul remain, links keep http, https and mailto targets, and a bare < or & is escaped, so it is safe to render as HTML.",
+        examples=["Sends one HTTP request per recipient."],
+        max_length=2000,
     )
     iconRef: str | None = Field(
         None,
@@ -388,7 +391,7 @@ class ProviderPage(BaseModel):
 
 class ProviderSchemas(BaseModel):
     """
-    The provider's JSON Schemas. Secret fields carry `x-wepush-secret: true`; UI hints use the `x-wepush-*` keywords.
+    The provider's JSON Schemas. Secret fields carry `x-wepush-secret: true`; UI hints use the `x-wepush-*` keywords. Every `title` and `description` keyword is rich text cleaned like the provider's description; every other string (a pattern, an enum value, a default) is as written.
     """
 
     providerId: str = Field(
