@@ -135,13 +135,21 @@ async def _prepared(app: RunningApp) -> tuple[str, str, str, Principal]:
     return ws, audience["id"], started["id"], operator
 
 
+async def _uploading(
+    app: RunningApp, clock: SteppingClock, renewals: Renewals, file: StallingFile
+) -> tuple[str, str, asyncio.Task[AudienceImport]]:
+    """An upload of ``file`` under way, its first part received; the workspace and import ids."""
+    ws, audience_id, import_id, operator = await _prepared(app)
+    imports = _imports(app, clock, renewals)
+    uploading = asyncio.create_task(imports.upload(operator, ws, audience_id, import_id, file.chunks()))
+    await asyncio.wait_for(file.first_sent.wait(), 10)
+    return ws, import_id, uploading
+
+
 async def test_a_slow_upload_keeps_its_import_past_the_first_lease(tmp_path: Path) -> None:
     clock, renewals, file = SteppingClock(utc_now()), Renewals(), StallingFile()
     async with service(tmp_path) as app:
-        ws, audience_id, import_id, operator = await _prepared(app)
-        imports = _imports(app, clock, renewals)
-        uploading = asyncio.create_task(imports.upload(operator, ws, audience_id, import_id, file.chunks()))
-        await asyncio.wait_for(file.first_sent.wait(), 10)
+        ws, import_id, uploading = await _uploading(app, clock, renewals, file)
         claimed, claimed_at = await _stored(app, ws, import_id), clock.now
 
         renewed_at = clock.advance(LEASE - timedelta(seconds=30))
@@ -165,10 +173,7 @@ async def test_an_upload_whose_instance_stopped_answering_is_failed_and_its_rece
 ) -> None:
     clock, renewals, file = SteppingClock(utc_now()), Renewals(), StallingFile()
     async with service(tmp_path) as app:
-        ws, audience_id, import_id, operator = await _prepared(app)
-        imports = _imports(app, clock, renewals)
-        uploading = asyncio.create_task(imports.upload(operator, ws, audience_id, import_id, file.chunks()))
-        await asyncio.wait_for(file.first_sent.wait(), 10)
+        ws, import_id, uploading = await _uploading(app, clock, renewals, file)
         # An earlier batch of this file, already in the database when the receiver went quiet.
         async with uow(app)() as writing:
             await writing.audience_imports.stage_rows(import_id, [accepted(2, "1380001")])

@@ -25,7 +25,7 @@ from typing import Final
 from wepush.server.application.audit import Auditor
 from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.application.import_retention import discard_staging_in_batches
-from wepush.server.domain import AuditOutcome, UnitOfWorkFactory
+from wepush.server.domain import AudienceImport, AuditOutcome, UnitOfWork, UnitOfWorkFactory
 
 __all__ = [
     "ABANDONED",
@@ -35,6 +35,7 @@ __all__ = [
     "ReceivingPolicy",
     "UploadAbandoned",
     "receiving",
+    "record_upload_failed",
 ]
 
 _log = logging.getLogger("wepush.server.imports")
@@ -120,6 +121,30 @@ async def receiving(
             await renewing
 
 
+async def record_upload_failed(
+    auditor: Auditor,
+    uow: UnitOfWork,
+    principal: Principal,
+    failed: AudienceImport,
+    *,
+    summary: str,
+    trace_id: str | None = None,
+) -> None:
+    """The audit event of an upload that ended FAILED, whoever ended it."""
+    await auditor.record(
+        uow,
+        principal,
+        "audience_import.stage",
+        _RESOURCE,
+        workspace_id=failed.workspace_id,
+        resource_id=failed.id,
+        outcome=AuditOutcome.FAILED,
+        fields=["content"],
+        trace_id=trace_id,
+        summary=summary,
+    )
+
+
 class AbandonedUploads:
     """Fails every STAGING import whose lease ran out, audits it and removes its staged rows."""
 
@@ -141,16 +166,8 @@ class AbandonedUploads:
                 abandoned = await uow.audience_imports.fail_lapsed_upload(found.id, now, ABANDONED)
                 if abandoned is None:
                     continue  # renewed, finished or failed meanwhile
-                await self._auditor.record(
-                    uow,
-                    IMPORT_SERVICE,
-                    "audience_import.stage",
-                    _RESOURCE,
-                    workspace_id=abandoned.workspace_id,
-                    resource_id=abandoned.id,
-                    outcome=AuditOutcome.FAILED,
-                    fields=["content"],
-                    summary="the upload was abandoned",
+                await record_upload_failed(
+                    self._auditor, uow, IMPORT_SERVICE, abandoned, summary="the upload was abandoned"
                 )
             await discard_staging_in_batches(self._uow, found.id)
             failed += 1

@@ -27,6 +27,7 @@ from wepush.server.application._import_receiving import (
     AbandonedUploads,
     UploadAbandoned,
     receiving,
+    record_upload_failed,
 )
 from wepush.server.application._import_rows import MAX_RAW_CHARS
 from wepush.server.application._import_settings import (
@@ -42,7 +43,6 @@ from wepush.server.application.import_retention import discard_staging_in_batche
 from wepush.server.domain import (
     AudienceImport,
     AudienceSnapshot,
-    AuditOutcome,
     ImportCounts,
     ImportState,
     ImportStateConflict,
@@ -459,17 +459,8 @@ class ImportService:
                     receiving_until=None,
                 )
             )
-            await self._deps.auditor.record(
-                uow,
-                principal,
-                "audience_import.stage",
-                _RESOURCE,
-                workspace_id=claimed.workspace_id,
-                resource_id=claimed.id,
-                outcome=AuditOutcome.FAILED,
-                fields=["content"],
-                trace_id=trace_id,
-                summary=summary,
+            await record_upload_failed(
+                self._deps.auditor, uow, principal, failed, summary=summary, trace_id=trace_id
             )
         return failed
 
