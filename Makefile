@@ -10,7 +10,7 @@ TYPESCRIPT_VERSION := 5.9.3
 DEV_HOME := .wepush-dev
 PY_SOURCES := agent server sdk cli tests bench scripts migrations
 
-.PHONY: install generate check-generated lint typecheck imports ts-check test test-only run bench-engine bench-import bench-e2e clean
+.PHONY: install generate check-generated lint typecheck imports ts-check test test-only fuzz run bench-engine bench-import bench-e2e clean
 
 install: $(STAMP)
 
@@ -46,6 +46,10 @@ test-only: install
 	$(BIN)/pytest
 
 test: install lint typecheck imports check-generated ts-check test-only
+
+# The contract fuzzing of `make test`, eight times deeper (about 4 minutes on each database).
+fuzz: install
+	FUZZ_MAX_EXAMPLES=200 $(BIN)/pytest tests/fuzz
 
 run: install
 	# The Service creates its data and configuration directories itself, private to this user (0700).

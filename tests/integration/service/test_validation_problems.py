@@ -229,8 +229,37 @@ async def test_an_instant_beyond_what_a_datetime_holds_in_utc_is_a_400(tmp_path:
             ),
         ]
         assert [(r.status_code, r.json()["code"]) for r in responses] == [(400, "VALIDATION_FAILED")] * 3
+        assert [(r.json()["errors"][0]["field"], r.json()["errors"][0]["code"]) for r in responses] == [
+            ("createdBefore", "OUT_OF_RANGE"),
+            ("occurredBefore", "OUT_OF_RANGE"),
+            ("/expiresAt", "OUT_OF_RANGE"),
+        ]
+        assert "outside the years 1 to 9999" in responses[2].json()["detail"]
         # The same instants written in UTC's own range are fine.
         ok = await app.client.get(
             f"{base}/runs", params={"createdBefore": "0001-01-01T00:00:00+00:00"}, headers=app.admin()
         )
         assert ok.status_code == 200
+
+
+async def test_an_instant_written_with_a_lower_case_t_and_z_is_read_as_rfc_3339_allows(
+    tmp_path: Path,
+) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        workspace_id = await _workspace_id(app)
+        base = f"/api/v1/workspaces/{workspace_id}"
+        created = await app.client.post(
+            f"{base}/api-tokens",
+            json={"name": "lower case", "role": "VIEWER", "expiresAt": "2999-01-01t09:30:00z"},
+            headers=app.admin(),
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["expiresAt"].startswith("2999-01-01T09:30:00")
+        listed = await app.client.get(
+            f"{base}/audit-events",
+            params={"occurredAfter": "2000-01-01t00:00:00+08:00", "action": "token.create"},
+            headers=app.admin(),
+        )
+        assert listed.status_code == 200, listed.text
+        # The bootstrap admin token's creation is listed too.
+        assert created.json()["id"] in [event["resourceId"] for event in listed.json()["items"]]

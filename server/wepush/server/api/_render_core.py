@@ -17,7 +17,6 @@ from wepush.server.domain import ApiToken, AuditEvent, Workspace, WorkspaceMembe
 
 __all__ = [
     "iso",
-    "parse_instant",
     "render_account",
     "render_api_token",
     "render_api_token_created",
@@ -40,17 +39,6 @@ def iso(value: datetime) -> str:
 
 def _iso_or_none(value: datetime | None) -> str | None:
     return None if value is None else iso(value)
-
-
-def parse_instant(text: str) -> datetime | None:
-    """A timezone-aware instant from ISO-8601 text, or None when it is not one."""
-    try:
-        value = datetime.fromisoformat(text)
-        # In UTC, as it is compared and stored: 0001-01-01T00:00+14:00 lies before the first instant
-        # a datetime can hold, and is refused like any other unreadable time.
-        return value.astimezone(UTC) if value.utcoffset() is not None else None
-    except (ValueError, OverflowError):
-        return None
 
 
 def render_workspace(workspace: Workspace) -> dict[str, Any]:

@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from connexion.lifecycle import ConnexionResponse
 
 from wepush.server.api._auth import current_principal, current_trace_id
 from wepush.server.api._context import services
+from wepush.server.api._instants import read_instant
 from wepush.server.api._paging import keyset_request, page_body
-from wepush.server.api._render_core import parse_instant, render_audit_event
+from wepush.server.api._render_core import render_audit_event
 from wepush.server.api._responses import json_response
 from wepush.server.application.audit_log import AuditQuery
-from wepush.server.application.errors import FieldIssue, ValidationFailed
 
 _RESOURCE = "audit-events"
 #: Its own cursor scope: a workspace's cursor is not valid on the system list, nor the other way round.
 _SYSTEM_RESOURCE = "system-audit-events"
-
-
-def _instant(name: str, text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    value = parse_instant(text)
-    if value is None:
-        raise ValidationFailed(
-            f"{name} is not an instant.",
-            [FieldIssue(name, "INVALID_FORMAT", "must be an ISO-8601 date-time with a time zone")],
-        )
-    return value
 
 
 async def list_audit_events(
@@ -80,8 +66,8 @@ def _query(
         actor_id=actor_id,
         resource_type=resource_type,
         resource_id=resource_id,
-        occurred_after=_instant("occurredAfter", occurred_after),
-        occurred_before=_instant("occurredBefore", occurred_before),
+        occurred_after=read_instant("occurredAfter", occurred_after),
+        occurred_before=read_instant("occurredBefore", occurred_before),
     )
     filters: dict[str, object] = {
         "action": action,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -14,9 +13,9 @@ from starlette.responses import Response, StreamingResponse
 from wepush.server.api._auth import current_principal, current_trace_id, header
 from wepush.server.api._context import services
 from wepush.server.api._idempotency import idempotency_request
+from wepush.server.api._instants import read_instant
 from wepush.server.api._paging import keyset_request, page_body, sequence_request
 from wepush.server.api._problems import problem_response
-from wepush.server.api._render_core import parse_instant
 from wepush.server.api._render_runs import (
     CONTRACT_ARTIFACT_TYPES,
     render_artifact,
@@ -48,15 +47,6 @@ _ARTIFACTS = "run-artifacts"
 
 def _runs() -> RunService:
     return services().resources.runs
-
-
-def _instant(name: str, text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    value = parse_instant(text)
-    if value is None:
-        raise ValidationFailed(f"{name} is not a date-time", [FieldIssue(name, "INVALID", "not a date-time")])
-    return value
 
 
 def _optional(body: Any) -> dict[str, Any]:
@@ -142,8 +132,8 @@ async def list_runs(
     created_after: str | None = None,
     created_before: str | None = None,
 ) -> ConnexionResponse:
-    after = _instant("createdAfter", created_after)
-    before = _instant("createdBefore", created_before)
+    after = read_instant("createdAfter", created_after)
+    before = read_instant("createdBefore", created_before)
     filters = {
         "workspaceId": workspace_id,
         "state": sorted(set(state or [])),

@@ -8,10 +8,10 @@ from connexion.lifecycle import ConnexionResponse
 
 from wepush.server.api._auth import current_principal, current_trace_id
 from wepush.server.api._context import services
+from wepush.server.api._instants import read_instant
 from wepush.server.api._paging import keyset_request, page_body
-from wepush.server.api._render_core import parse_instant, render_api_token, render_api_token_created
+from wepush.server.api._render_core import render_api_token, render_api_token_created
 from wepush.server.api._responses import empty_response, json_response
-from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.domain import WorkspaceRole
 
 _RESOURCE = "api-tokens"
@@ -27,18 +27,7 @@ async def list_api_tokens(
 
 
 async def create_api_token(workspace_id: str, body: dict[str, Any]) -> ConnexionResponse:
-    expires_at = None
-    if body.get("expiresAt") is not None:
-        expires_at = parse_instant(body["expiresAt"])
-        if expires_at is None:
-            raise ValidationFailed(
-                "expiresAt is not an instant.",
-                [
-                    FieldIssue(
-                        "/expiresAt", "INVALID_FORMAT", "must be an ISO-8601 date-time with a time zone"
-                    )
-                ],
-            )
+    expires_at = read_instant("/expiresAt", body.get("expiresAt"))
     issued = await services().resources.tokens.create(
         current_principal(),
         workspace_id,
