@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import csv
 import io
 import logging
@@ -61,6 +62,12 @@ async def staged_import(
     assert started["state"] == "CREATED"
     staged = expect(await upload(app, ws, audience["id"], started["id"], data), 200)
     return audience, staged
+
+
+async def first_recipients(app: RunningApp, ws: str, snapshot_id: str) -> dict[str, Any]:
+    """The first page of a snapshot's recipients."""
+    url = ws_url(ws, "audience-snapshots", snapshot_id, "recipients")
+    return expect(await app.client.get(url, headers=app.admin()), 200)
 
 
 async def test_mixed_file_is_staged_with_exact_counts_preview_and_error_download(tmp_path: Path) -> None:
@@ -265,12 +272,7 @@ async def test_txt_import_reads_one_value_per_line_and_dedupes_on_it(
         )
         assert staged["counts"] == {"totalRows": 3, "acceptedRows": 2, "rejectedRows": 0, "duplicateRows": 1}
         snapshot = expect(await commit(app, ws, audience["id"], started["id"], audience["version"]), 201)
-        page = expect(
-            await app.client.get(
-                ws_url(ws, "audience-snapshots", snapshot["id"], "recipients"), headers=app.admin()
-            ),
-            200,
-        )
+        page = await first_recipients(app, ws, snapshot["id"])
         assert [(r["itemId"], r["fields"]) for r in page["items"]] == [
             ("13800000001", {"mobile": "13800000001"}),
             ("13800000002", {"mobile": "13800000002"}),
@@ -323,16 +325,47 @@ async def test_a_gb18030_file_from_a_chinese_spreadsheet_is_stored_as_unicode(tm
         codes = [row[1] for row in csv.reader(io.StringIO(errors.text))][1:]
         assert codes == ["DUPLICATE_ITEM_KEY", "INVALID_ENCODING"]
         snapshot = expect(await commit(app, ws, audience["id"], staged["id"], audience["version"]), 201)
-        page = expect(
-            await app.client.get(
-                ws_url(ws, "audience-snapshots", snapshot["id"], "recipients"), headers=app.admin()
-            ),
-            200,
-        )
+        page = await first_recipients(app, ws, snapshot["id"])
         assert [r["fields"] for r in page["items"]] == [
             {"mobile": "13800000001", "name": "张三"},
             {"mobile": "13800000002", "name": "李四，经理"},
         ]
+
+
+async def test_excel_unicode_text_imports_as_utf16_and_fails_clearly_under_another_encoding(
+    tmp_path: Path,
+) -> None:
+    # Excel's "Unicode Text": UTF-16 little-endian with a byte-order mark, tab-separated, CRLF.
+    text = "手机\t姓名\r\n13800000001\t张三\r\n13800000002\t李四\r\n13800000001\t张三（重复）\r\n"
+    data = codecs.BOM_UTF16_LE + text.encode("utf-16-le")
+    mapping = {"手机": "mobile", "姓名": "name"}
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience, staged = await staged_import(
+            app, ws, data, encoding="utf-16", delimiter="\t", fieldMapping=mapping
+        )
+        assert (staged["state"], staged["encoding"]) == ("STAGED", "utf-16")
+        assert staged["counts"] == {"totalRows": 3, "acceptedRows": 2, "rejectedRows": 0, "duplicateRows": 1}
+        snapshot = expect(await commit(app, ws, audience["id"], staged["id"], audience["version"]), 201)
+        page = await first_recipients(app, ws, snapshot["id"])
+        assert [r["fields"] for r in page["items"]] == [
+            {"mobile": "13800000001", "name": "张三"},
+            {"mobile": "13800000002", "name": "李四"},
+        ]
+
+        # The same file sent to an import that expects UTF-8 fails with the setting to choose.
+        async def staged_as_utf8(content: bytes) -> dict[str, Any]:
+            started = await start_import(app, ws, audience["id"], delimiter="\t", fieldMapping=mapping)
+            return expect(await upload(app, ws, audience["id"], started["id"], content), 200)
+
+        failed = await staged_as_utf8(data)
+        assert failed["state"] == "FAILED"
+        assert "the file is UTF-16" in failed["failureReason"]
+        assert "encoding utf-16" in failed["failureReason"]
+        # Without its byte-order mark, the NULs in the header point the same way.
+        unmarked = await staged_as_utf8(text.encode("utf-16-le"))
+        assert unmarked["state"] == "FAILED"
+        assert "usually means the file is UTF-16: choose encoding utf-16" in unmarked["failureReason"]
 
 
 async def test_a_spreadsheet_csv_with_a_byte_order_mark_imports_under_the_default_encoding(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
+
 import pytest
 
+from wepush.server.application._import_errors import ContentRejected
 from wepush.server.application._import_parser import ParsedRecord, RecordReader, RecordTooLong
 from wepush.server.domain import ImportFormat
 
@@ -62,13 +65,14 @@ def test_nul_characters_are_flagged_because_no_database_stores_them() -> None:
     assert record.problem == "INVALID_CHARACTER"
 
 
-@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "gb18030"])
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "gb18030", "utf-16"])
 @pytest.mark.parametrize("chunk", [1, 2, 3, 100])
 def test_a_leading_byte_order_mark_is_dropped_whatever_the_encoding(encoding: str, chunk: int) -> None:
     # What spreadsheet programs write before a "CSV UTF-8" file; kept, it would rename the first column.
     text = "mobile,name\n1,\ufeffx\n"
-    # utf-8-sig writes the mark itself; the other codecs encode U+FEFF as their own signature bytes.
-    data = text.encode(encoding) if encoding == "utf-8-sig" else ("\ufeff" + text).encode(encoding)
+    # utf-8-sig and utf-16 write the mark themselves; the others encode U+FEFF as their own signature.
+    writes_mark = encoding in {"utf-8-sig", "utf-16"}
+    data = text.encode(encoding) if writes_mark else ("\ufeff" + text).encode(encoding)
     records = read(data, chunk=chunk, encoding=encoding)
     assert [r.values for r in records] == [["mobile", "name"], ["1", "\ufeffx"]]
 
@@ -105,6 +109,68 @@ def test_a_byte_gb18030_cannot_decode_marks_only_its_own_record() -> None:
 def test_the_same_gbk_bytes_read_as_utf8_are_invalid() -> None:
     records = read(GB18030_SAMPLE, chunk=1 << 16)
     assert {r.problem for r in records} == {"INVALID_ENCODING"}
+
+
+#: What Excel saves as "Unicode Text": UTF-16 with a byte-order mark, tab-separated, CRLF line ends.
+UNICODE_TEXT = '手机\t姓名\r\n13800000001\t张三\r\n13800000002\t"李四\n第二行"\r\n13800000003\t😀\r\n'
+UNICODE_TEXT_ROWS = [
+    (1, ["手机", "姓名"], None),
+    (2, ["13800000001", "张三"], None),
+    (3, ["13800000002", "李四\n第二行"], None),
+    (5, ["13800000003", "😀"], None),
+]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        codecs.BOM_UTF16_LE + UNICODE_TEXT.encode("utf-16-le"),
+        codecs.BOM_UTF16_BE + UNICODE_TEXT.encode("utf-16-be"),
+        UNICODE_TEXT.encode("utf-16-le"),
+    ],
+    ids=["little-endian-mark", "big-endian-mark", "no-mark-read-little-endian"],
+)
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 16])
+def test_utf16_files_decode_in_the_byte_order_their_mark_gives(data: bytes, chunk: int) -> None:
+    # Odd chunk sizes cut through the mark, through code units and through the emoji's surrogate pair.
+    records = read(data, chunk=chunk, delimiter="\t", encoding="utf-16")
+    assert [(r.line_number, r.values, r.problem) for r in records] == UNICODE_TEXT_ROWS
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
+def test_what_utf16_cannot_decode_marks_only_its_own_record(chunk: int) -> None:
+    # A lone high surrogate on line 2 (followed by an ASCII code unit) and a last byte without its pair.
+    data = (
+        codecs.BOM_UTF16_LE
+        + "a,b\n1,".encode("utf-16-le")
+        + b"\x00\xd8"
+        + "x\n2,ok\n3,".encode("utf-16-le")
+        + b"y"
+    )
+    records = read(data, chunk=chunk, encoding="utf-16")
+    assert [(r.line_number, r.problem) for r in records] == [
+        (1, None),
+        (2, "INVALID_ENCODING"),
+        (3, None),
+        (4, "INVALID_ENCODING"),
+    ]
+    assert records[2].values == ["2", "ok"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "gb18030"])
+@pytest.mark.parametrize("mark", [codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE])
+def test_a_utf16_file_read_with_another_encoding_is_refused_naming_utf16(encoding: str, mark: bytes) -> None:
+    data = mark + "mobile\n1\n".encode("utf-16-le" if mark == codecs.BOM_UTF16_LE else "utf-16-be")
+    with pytest.raises(ContentRejected, match=f"the file is UTF-16 .*, not {encoding}: .*encoding utf-16"):
+        read(data, chunk=1, encoding=encoding)
+
+
+def test_a_file_of_one_byte_is_read_whatever_the_encoding() -> None:
+    # Too short to hold a byte-order mark: the decoder is chosen when the file ends.
+    assert [r.values for r in read(b"7", chunk=1, fmt=ImportFormat.TXT)] == [["7"]]
+    assert [r.problem for r in read(b"7", chunk=1, fmt=ImportFormat.TXT, encoding="utf-16")] == [
+        "INVALID_ENCODING"
+    ]
 
 
 def test_malformed_quotes_reject_the_record_and_reading_continues() -> None:

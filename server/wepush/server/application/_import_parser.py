@@ -1,8 +1,8 @@
 """Incremental CSV/TXT reading: bytes arrive in chunks of any size, records leave as soon as they are whole.
 
 Nothing here holds more than one chunk, one incomplete line and (for a quoted field spanning lines) the
-lines of one unfinished record. Decoding uses ``surrogateescape`` so an invalid byte never aborts the
-upload: it marks only the record it belongs to (``INVALID_ENCODING``).
+lines of one unfinished record. Decoding (``ImportText``) keeps an invalid byte as a marker so it never
+aborts the upload: it marks only the record it belongs to (``INVALID_ENCODING``).
 
 The stdlib ``csv`` module does the CSV work, fed with the complete lines of each chunk. Its reader cannot
 be suspended in the middle of a record, so it runs in ``strict`` mode over one chunk's lines at a time:
@@ -19,6 +19,7 @@ import csv
 import re
 from typing import Final, NamedTuple
 
+from wepush.server.application._import_text import ImportText
 from wepush.server.domain import ImportFormat
 
 __all__ = ["ParsedRecord", "PlainLines", "ReadBlock", "RecordProblem", "RecordReader", "RecordTooLong"]
@@ -122,7 +123,7 @@ class RecordReader:
             # Lines are split on the delimiter, so no value holds it: a tab-separated file stays verbatim.
             self._json_as_is = _JSON_AS_IS_CSV + delimiter.encode(errors="surrogateescape")
         self._delimiter = delimiter
-        self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogateescape")
+        self._decoder = ImportText(encoding)
         self._max = max_record_chars
         # A byte-order mark is an encoding signature, never data: spreadsheet programs write one before
         # UTF-8 (and GB18030) CSV files, and kept it would rename the first header column. The utf-8-sig

@@ -111,7 +111,11 @@ class RowBuilder:
 
     def header(self, record: ParsedRecord) -> None:
         if record.values is None or record.problem is not None:
-            raise HeaderRejected(f"the header on line {record.line_number} cannot be read ({record.problem})")
+            reason = f"the header on line {record.line_number} cannot be read ({record.problem})"
+            if "\x00" in record.raw and self._settings.encoding != "utf-16":
+                # NUL bytes between the letters are how UTF-16 text looks when read as anything else.
+                reason += "; a NUL in the header usually means the file is UTF-16: choose encoding utf-16"
+            raise HeaderRejected(reason)
         self._set_columns([value.strip() for value in record.values], record.line_number)
 
     def _set_columns(self, columns: list[str], line_number: int) -> None:

@@ -25,8 +25,9 @@ __all__ = [
     "source_columns",
 ]
 
-#: Codec names as Python spells them; GB18030 is a superset of GBK and GB2312, so one name reads all three.
-ENCODINGS: Final = ("utf-8", "utf-8-sig", "gb18030")
+#: Codec names as Python spells them; GB18030 is a superset of GBK and GB2312, so one name reads all three;
+#: UTF-16 takes its byte order from its byte-order mark (``ImportText``).
+ENCODINGS: Final = ("utf-8", "utf-8-sig", "gb18030", "utf-16")
 #: A recipient field name as message templates spell a placeholder (``{{mobile}}``); the contract's
 #: RecipientFieldName pattern.
 FIELD_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")

@@ -1,0 +1,65 @@
+"""An import's bytes as text in the chosen encoding, with what it cannot decode kept as markers.
+
+Undecodable bytes become lone surrogates (U+DC80–U+DCFF) instead of aborting the upload, so they reject
+only the row they are on (``INVALID_ENCODING``). Python's own ``surrogateescape`` does that only for
+bytes from 0x80 up, and a UTF-16 or GB18030 sequence can fail on an ASCII byte too; the handler here
+marks every byte.
+
+UTF-16 is what Excel saves as "Unicode Text": tab-separated, with a byte-order mark. The mark decides
+the byte order; without one the file is read little-endian, as Windows writes it, whatever the machine.
+A file that starts with a UTF-16 mark is never text in the other encodings (in UTF-8 and GB18030 0xFF
+cannot start a character), so it is refused with the setting to choose rather than rejected row by row.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Final
+
+from wepush.server.application._import_errors import ContentRejected
+
+__all__ = ["ImportText"]
+
+_UNDECODABLE: Final = "wepush-import-undecodable"
+_UTF16: Final = "utf-16"
+_UTF16_MARKS: Final = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
+_MARK_BYTES: Final = 2
+
+
+def _mark_undecodable(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    bad = error.object[error.start : error.end]
+    return "".join(chr(0xDC80 | (byte & 0x7F)) for byte in bad), error.end
+
+
+codecs.register_error(_UNDECODABLE, _mark_undecodable)
+
+
+class ImportText:
+    """``decode(chunk)`` for each chunk of the file, then ``decode(b"", final=True)``; a byte-order mark
+    stays in the text for the reader to drop."""
+
+    def __init__(self, encoding: str) -> None:
+        self._encoding = encoding
+        self._decoder: codecs.IncrementalDecoder | None = None
+        self._head = b""
+
+    def decode(self, data: bytes, *, final: bool = False) -> str:
+        if self._decoder is None:
+            self._head += data
+            if len(self._head) < _MARK_BYTES and not final:
+                return ""
+            data, self._head = self._head, b""
+            self._decoder = codecs.getincrementaldecoder(self._codec(data[:_MARK_BYTES]))(_UNDECODABLE)
+        return self._decoder.decode(data, final)
+
+    def _codec(self, start: bytes) -> str:
+        if self._encoding == _UTF16:
+            return _UTF16_MARKS.get(start, "utf-16-le")
+        if start in _UTF16_MARKS:
+            raise ContentRejected(
+                f"the file is UTF-16 (it starts with a UTF-16 byte-order mark), not {self._encoding}: "
+                "start a new import with encoding utf-16"
+            )
+        return self._encoding
