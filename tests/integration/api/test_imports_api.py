@@ -368,6 +368,17 @@ async def test_excel_unicode_text_imports_as_utf16_and_fails_clearly_under_anoth
         assert "usually means the file is UTF-16: choose encoding utf-16" in unmarked["failureReason"]
 
 
+async def test_a_file_with_old_mac_line_ends_fails_saying_how_to_save_it(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        _, failed = await staged_import(app, ws, b"mobile,name\r13800000001,Ann\r13800000002,Bob\r")
+        assert failed["state"] == "FAILED"
+        assert failed["failureReason"] == (
+            "the header on line 1 cannot be read (MALFORMED_CSV); its lines seem to end in a carriage "
+            "return alone (old Mac line ends): save it with CRLF or LF line ends"
+        )
+
+
 async def test_a_spreadsheet_csv_with_a_byte_order_mark_imports_under_the_default_encoding(
     tmp_path: Path,
 ) -> None:

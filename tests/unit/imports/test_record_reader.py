@@ -206,6 +206,16 @@ def test_a_line_longer_than_the_bound_stops_the_import_instead_of_buffering() ->
         read(b"a,b\n" + b"x" * 5000, chunk=512, max_record_chars=1024)
 
 
+def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_told_so() -> None:
+    old_mac = b"mobile,name\r" + b"13800000001,Ann\r" * 100
+    with pytest.raises(RecordTooLong, match=r"line 1 .*old Mac line ends"):
+        read(old_mac, chunk=512, max_record_chars=1024)
+    # A line that is only long says nothing of line ends.
+    with pytest.raises(RecordTooLong) as long_line:
+        read(b"a,b\n" + b"x" * 5000, chunk=512, max_record_chars=1024)
+    assert "Mac" not in str(long_line.value)
+
+
 def test_an_unfinished_multi_line_record_is_bounded_too() -> None:
     with pytest.raises(RecordTooLong):
         read(b'a,"' + b"line\n" * 1000 + b'"\n', chunk=256, max_record_chars=1024)

@@ -22,7 +22,16 @@ from typing import Final, NamedTuple
 from wepush.server.application._import_text import ImportText
 from wepush.server.domain import ImportFormat
 
-__all__ = ["ParsedRecord", "PlainLines", "ReadBlock", "RecordProblem", "RecordReader", "RecordTooLong"]
+__all__ = [
+    "LONE_CR_HINT",
+    "ParsedRecord",
+    "PlainLines",
+    "ReadBlock",
+    "RecordProblem",
+    "RecordReader",
+    "RecordTooLong",
+    "has_lone_carriage_returns",
+]
 
 #: Characters no database text column accepts (NUL) and undecodable bytes kept as lone surrogates.
 _UNSTORABLE: Final = re.compile("[\x00\udc80-\udcff]")
@@ -33,6 +42,19 @@ _JSON_AS_IS_TXT: Final = bytes(b for b in range(0x20, 0x100) if b not in b'"\\')
 _JSON_AS_IS_CSV: Final = _JSON_AS_IS_TXT + b"\r"
 _CSV_EOF_IN_QUOTES: Final = "unexpected end of data"
 _CSV_FIELD_LIMIT: Final = "field larger than field limit"
+
+
+#: What a file whose lines end in a carriage return alone (classic Mac OS, "CSV (Macintosh)") reads as:
+#: one line, since RFC 4180 ends lines in CRLF and every other program in LF.
+LONE_CR_HINT: Final = (
+    "its lines seem to end in a carriage return alone (old Mac line ends): save it with CRLF or LF line ends"
+)
+_LONE_CR: Final = re.compile(r"\r(?![\r\n]|$)")
+
+
+def has_lone_carriage_returns(raw: str) -> bool:
+    """Whether a line holds a carriage return that neither ends it nor precedes a line feed."""
+    return _LONE_CR.search(raw) is not None
 
 
 class RecordProblem:
@@ -74,10 +96,11 @@ class RecordTooLong(Exception):
     """A single line or unfinished record outgrew ``max_record_chars``; reading further would mean
     buffering without bound, so the whole import stops."""
 
-    def __init__(self, line_number: int, limit: int) -> None:
-        super().__init__(
-            f"line {line_number} is longer than {limit} characters (or opens a quote never closed)"
-        )
+    def __init__(self, line_number: int, limit: int, *, lone_carriage_returns: bool = False) -> None:
+        message = f"line {line_number} is longer than {limit} characters (or opens a quote never closed)"
+        if lone_carriage_returns:
+            message += f"; {LONE_CR_HINT}"
+        super().__init__(message)
         self.line_number = line_number
         self.limit = limit
 
@@ -164,7 +187,11 @@ class RecordReader:
         cut = text.rfind("\n") + 1
         self._partial = text[cut:]
         if len(self._partial) > self._max:
-            raise RecordTooLong(self._lines_done + len(self._carry) + text.count("\n", 0, cut) + 1, self._max)
+            raise RecordTooLong(
+                self._lines_done + len(self._carry) + text.count("\n", 0, cut) + 1,
+                self._max,
+                lone_carriage_returns="\r" in self._partial,
+            )
         if cut == 0:
             return []
         return self._records(text[:cut], final=False, plain=plain)

@@ -15,7 +15,14 @@ from typing import Final
 
 from wepush.server.application._deps import ImportLimits
 from wepush.server.application._import_errors import HeaderRejected, ImportLimitError
-from wepush.server.application._import_parser import ParsedRecord, PlainLines, ReadBlock, RecordProblem
+from wepush.server.application._import_parser import (
+    LONE_CR_HINT,
+    ParsedRecord,
+    PlainLines,
+    ReadBlock,
+    RecordProblem,
+    has_lone_carriage_returns,
+)
 from wepush.server.application._import_settings import ImportSettings
 from wepush.server.domain import (
     ImportFormat,
@@ -115,6 +122,8 @@ class RowBuilder:
             if "\x00" in record.raw and self._settings.encoding != "utf-16":
                 # NUL bytes between the letters are how UTF-16 text looks when read as anything else.
                 reason += "; a NUL in the header usually means the file is UTF-16: choose encoding utf-16"
+            elif has_lone_carriage_returns(record.raw):
+                reason += f"; {LONE_CR_HINT}"
             raise HeaderRejected(reason)
         self._set_columns([value.strip() for value in record.values], record.line_number)
 
