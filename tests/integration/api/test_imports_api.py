@@ -368,6 +368,30 @@ async def test_excel_unicode_text_imports_as_utf16_and_fails_clearly_under_anoth
         assert "usually means the file is UTF-16: choose encoding utf-16" in unmarked["failureReason"]
 
 
+async def test_an_unmarked_utf16_number_list_fails_naming_utf16_and_imports_under_it(tmp_path: Path) -> None:
+    # No header and no byte-order mark: the NULs between the first digits are all that tells.
+    numbers = "13800000001\r\n13800000002\r\n".encode("utf-16-le")
+    txt = {"format": "TXT", "hasHeader": False, "fieldMapping": {"1": "mobile"}}
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+
+        async def uploaded(**settings: Any) -> dict[str, Any]:
+            started = await start_import(app, ws, audience["id"], **txt, **settings)
+            sent = await upload(app, ws, audience["id"], started["id"], numbers, media_type="text/plain")
+            return expect(sent, 200)
+
+        failed = await uploaded()
+        assert failed["state"] == "FAILED"
+        assert failed["failureReason"] == (
+            "the file looks like UTF-16 without a byte-order mark (NUL bytes between its first "
+            "characters), not utf-8: start a new import with encoding utf-16"
+        )
+        staged = await uploaded(encoding="utf-16")
+        assert staged["state"] == "STAGED"
+        assert staged["counts"] == {"totalRows": 2, "acceptedRows": 2, "rejectedRows": 0, "duplicateRows": 0}
+
+
 async def test_a_file_with_old_mac_line_ends_fails_saying_how_to_save_it(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

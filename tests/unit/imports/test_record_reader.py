@@ -137,6 +137,33 @@ def test_utf16_files_decode_in_the_byte_order_their_mark_gives(data: bytes, chun
     assert [(r.line_number, r.values, r.problem) for r in records] == UNICODE_TEXT_ROWS
 
 
+#: A TXT export of numbers: no header, so nothing but its first characters tells its encoding.
+NUMBERS = "13800000001\r\n13800000002\r\n"
+
+
+@pytest.mark.parametrize("order", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
+def test_unmarked_utf16_is_read_in_the_byte_order_its_first_characters_show(order: str, chunk: int) -> None:
+    records = read(NUMBERS.encode(order), chunk=chunk, fmt=ImportFormat.TXT, encoding="utf-16")
+    assert [(r.values, r.problem) for r in records] == [(["13800000001"], None), (["13800000002"], None)]
+
+
+def test_unmarked_utf16_starting_with_cjk_stays_little_endian() -> None:
+    # 一 (U+4E00) has a zero low byte, so its little-endian bytes 00 4E look big-endian on their own;
+    # only two such characters in a row would read as big-endian.
+    records = read("一二\n".encode("utf-16-le"), chunk=1, fmt=ImportFormat.TXT, encoding="utf-16")
+    assert [r.values for r in records] == [["一二"]]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "gb18030"])
+@pytest.mark.parametrize("order", ["utf-16-le", "utf-16-be"])
+def test_unmarked_utf16_read_with_another_encoding_is_refused_naming_utf16(encoding: str, order: str) -> None:
+    with pytest.raises(
+        ContentRejected, match=f"UTF-16 without a byte-order mark .*, not {encoding}: .*utf-16$"
+    ):
+        read(NUMBERS.encode(order), chunk=2, fmt=ImportFormat.TXT, encoding=encoding)
+
+
 @pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
 def test_what_utf16_cannot_decode_marks_only_its_own_record(chunk: int) -> None:
     # A lone high surrogate on line 2 (followed by an ASCII code unit) and a last byte without its pair.

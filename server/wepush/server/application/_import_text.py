@@ -6,9 +6,12 @@ bytes from 0x80 up, and a UTF-16 or GB18030 sequence can fail on an ASCII byte t
 marks every byte.
 
 UTF-16 is what Excel saves as "Unicode Text": tab-separated, with a byte-order mark. The mark decides
-the byte order; without one the file is read little-endian, as Windows writes it, whatever the machine.
+the byte order; without one the file is read little-endian, as Windows writes it, unless its first two
+characters plainly are big-endian (``00 xx 00 xx``: read little-endian, those would be two characters
+U+xx00, which no real header or first value starts with).
 A file that starts with a UTF-16 mark is never text in the other encodings (in UTF-8 and GB18030 0xFF
-cannot start a character), so it is refused with the setting to choose rather than rejected row by row.
+cannot start a character), and neither is one whose first characters alternate with NUL bytes (no text
+file holds NULs), so both are refused with the setting to choose rather than rejected row by row.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ _UNDECODABLE: Final = "wepush-import-undecodable"
 _UTF16: Final = "utf-16"
 _UTF16_MARKS: Final = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
 _MARK_BYTES: Final = 2
+#: Enough of the file's start to see both a byte-order mark and two unmarked UTF-16 code units.
+_SNIFF_BYTES: Final = 4
 
 
 def _mark_undecodable(error: UnicodeError) -> tuple[str, int]:
@@ -48,18 +53,36 @@ class ImportText:
     def decode(self, data: bytes, *, final: bool = False) -> str:
         if self._decoder is None:
             self._head += data
-            if len(self._head) < _MARK_BYTES and not final:
+            if len(self._head) < _SNIFF_BYTES and not final:
                 return ""
             data, self._head = self._head, b""
-            self._decoder = codecs.getincrementaldecoder(self._codec(data[:_MARK_BYTES]))(_UNDECODABLE)
+            self._decoder = codecs.getincrementaldecoder(self._codec(data[:_SNIFF_BYTES]))(_UNDECODABLE)
         return self._decoder.decode(data, final)
 
     def _codec(self, start: bytes) -> str:
+        mark = _UTF16_MARKS.get(start[:_MARK_BYTES])
+        unmarked = None if mark else _unmarked_utf16(start)
         if self._encoding == _UTF16:
-            return _UTF16_MARKS.get(start, "utf-16-le")
-        if start in _UTF16_MARKS:
+            return mark or unmarked or "utf-16-le"
+        if mark:
             raise ContentRejected(
                 f"the file is UTF-16 (it starts with a UTF-16 byte-order mark), not {self._encoding}: "
                 "start a new import with encoding utf-16"
             )
+        if unmarked:
+            raise ContentRejected(
+                "the file looks like UTF-16 without a byte-order mark (NUL bytes between its first "
+                f"characters), not {self._encoding}: start a new import with encoding utf-16"
+            )
         return self._encoding
+
+
+def _unmarked_utf16(start: bytes) -> str | None:
+    """The byte order of an unmarked UTF-16 file whose first two characters lie below U+0100."""
+    if len(start) < _SNIFF_BYTES:
+        return None
+    high_first = start[0] == 0 and start[2] == 0 and start[1] != 0 and start[3] != 0
+    low_first = start[1] == 0 and start[3] == 0 and start[0] != 0 and start[2] != 0
+    if high_first:
+        return "utf-16-be"
+    return "utf-16-le" if low_first else None
