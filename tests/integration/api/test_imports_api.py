@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import csv
+import gzip
 import io
 import logging
 from collections.abc import AsyncIterator
@@ -390,6 +391,50 @@ async def test_an_unmarked_utf16_number_list_fails_naming_utf16_and_imports_unde
         staged = await uploaded(encoding="utf-16")
         assert staged["state"] == "STAGED"
         assert staged["counts"] == {"totalRows": 2, "acceptedRows": 2, "rejectedRows": 0, "duplicateRows": 0}
+
+
+async def test_a_quote_never_closed_fails_the_import_naming_its_line(tmp_path: Path) -> None:
+    rows = "".join(f"138000000{i:02d},user{i}\n" for i in range(20)).replace("user10", '"user10')
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        _, failed = await staged_import(app, ws, b"mobile,name\n" + rows.encode())
+        assert (failed["state"], failed["counts"]["acceptedRows"]) == ("FAILED", 0)
+        assert failed["failureReason"].startswith(
+            "line 12 opens a quoted field that is never closed, so the 9 lines after it"
+        )
+
+
+async def test_a_file_in_the_wrong_form_gets_a_reason_that_names_the_right_one(tmp_path: Path) -> None:
+    csv_text = "mobile,name\n13800000001,张三\n13800000002,李四\n"
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+
+        async def uploaded(content: bytes, **settings: Any) -> dict[str, Any]:
+            started = await start_import(app, ws, audience["id"], itemIdField="mobile", **settings)
+            return expect(await upload(app, ws, audience["id"], started["id"], content), 200)
+
+        # Compressed, but sent without Content-Encoding.
+        zipped = await uploaded(gzip.compress(csv_text.encode()))
+        assert zipped["state"] == "FAILED"
+        assert zipped["failureReason"].startswith(
+            "the file is gzip-compressed: send it with the header Content-Encoding: gzip"
+        )
+        # UTF-8 read as UTF-16: its odd last byte leaves the one long "header" undecodable.
+        as_utf16 = await uploaded(csv_text.encode() + b"x", encoding="utf-16")
+        assert as_utf16["state"] == "FAILED"
+        assert as_utf16["failureReason"].endswith("is not Excel's Unicode Text is usually utf-8 or gb18030")
+        # GBK (a Chinese spreadsheet's CSV) read as UTF-8: the rows with Chinese names are rejected.
+        as_utf8 = await uploaded(csv_text.encode("gbk"))
+        assert as_utf8["counts"]["rejectedRows"] == 2
+        errors = await app.client.get(
+            import_url(ws, audience["id"], as_utf8["id"], "errors"), headers=app.admin()
+        )
+        reasons = {row[2] for row in csv.reader(io.StringIO(errors.text.lstrip("\ufeff")))}
+        assert (
+            "the line is not valid utf-8; spreadsheet programs on Chinese systems usually save gb18030"
+            in reasons
+        )
 
 
 async def test_a_file_with_old_mac_line_ends_fails_saying_how_to_save_it(tmp_path: Path) -> None:

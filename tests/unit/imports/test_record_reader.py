@@ -209,10 +209,20 @@ def test_malformed_quotes_reject_the_record_and_reading_continues() -> None:
     ]
 
 
-def test_a_quote_never_closed_is_one_malformed_record_at_the_end() -> None:
-    records = read(b'a,b\n1,"open\n2,3\n', chunk=5)
-    assert [(r.line_number, r.problem) for r in records] == [(1, None), (2, "MALFORMED_CSV")]
-    assert records[1].raw == '1,"open\n2,3\n'
+@pytest.mark.parametrize("chunk", [5, 1 << 16])
+def test_a_quote_never_closed_fails_the_file_instead_of_swallowing_the_lines_after_it(chunk: int) -> None:
+    with pytest.raises(ContentRejected) as refused:
+        read(b'a,b\n1,"open\n2,3\n4,5\n', chunk=chunk)
+    assert str(refused.value) == (
+        "line 2 opens a quoted field that is never closed, so the 2 lines after it would all be part of "
+        "one value: close the quote (a quote inside a field is written twice) and start a new import"
+    )
+
+
+def test_a_quote_never_closed_on_the_last_line_rejects_only_that_line() -> None:
+    records = read(b'a,b\n1,2\n3,"open', chunk=5)
+    assert [(r.line_number, r.problem) for r in records] == [(1, None), (2, None), (3, "MALFORMED_CSV")]
+    assert records[2].raw == '3,"open\n'
 
 
 def test_other_delimiters_are_honoured() -> None:

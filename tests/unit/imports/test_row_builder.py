@@ -69,7 +69,10 @@ def test_parser_problems_become_rejections_with_readable_reasons() -> None:
     encoded = builder().build(ParsedRecord(4, ["\udcff", "b", "c"], "\udcff,b,c\n", "INVALID_ENCODING"))
     assert encoded.reason_code == "INVALID_ENCODING"
     assert encoded.raw == "\ufffd,b,c"
-    assert encoded.reason == "the line is not valid utf-8"
+    assert (
+        encoded.reason
+        == "the line is not valid utf-8; spreadsheet programs on Chinese systems usually save gb18030"
+    )
 
 
 def test_raw_text_is_truncated_for_storage() -> None:

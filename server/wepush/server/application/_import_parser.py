@@ -19,6 +19,7 @@ import csv
 import re
 from typing import Final, NamedTuple
 
+from wepush.server.application._import_errors import ContentRejected
 from wepush.server.application._import_text import ImportText
 from wepush.server.domain import ImportFormat
 
@@ -280,6 +281,13 @@ class RecordReader:
                     if self._carry_chars > self._max:
                         raise RecordTooLong(base + start + 1, self._max) from None
                     break
+                if final and message.startswith(_CSV_EOF_IN_QUOTES) and end - start > 1:
+                    # Rejecting this "row" would silently drop every line after the quote with it.
+                    raise ContentRejected(
+                        f"line {base + start + 1} opens a quoted field that is never closed, so the "
+                        f"{end - start - 1} lines after it would all be part of one value: close the quote "
+                        "(a quote inside a field is written twice) and start a new import"
+                    ) from None
                 raw = "".join(lines[start:end])
                 code = (
                     RecordProblem.FIELD_TOO_LONG

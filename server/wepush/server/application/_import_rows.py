@@ -60,6 +60,13 @@ _PROBLEM_REASONS: Final = {
     RecordProblem.FIELD_TOO_LONG: "a field is longer than the parser accepts",
 }
 
+#: What a line the chosen encoding cannot read usually is instead.
+_OTHER_ENCODING_HINTS: Final = {
+    "utf-8": "; spreadsheet programs on Chinese systems usually save gb18030",
+    "utf-8-sig": "; spreadsheet programs on Chinese systems usually save gb18030",
+    "utf-16": "; a file that is not Excel's Unicode Text is usually utf-8 or gb18030",
+}
+
 
 def storable(text: str) -> str:
     """``text`` made safe for a database text column: undecodable bytes and NUL become U+FFFD."""
@@ -124,6 +131,8 @@ class RowBuilder:
                 reason += "; a NUL in the header usually means the file is UTF-16: choose encoding utf-16"
             elif has_lone_carriage_returns(record.raw):
                 reason += f"; {LONE_CR_HINT}"
+            elif record.problem == RecordProblem.INVALID_ENCODING:
+                reason += _OTHER_ENCODING_HINTS.get(self._settings.encoding, "")
             raise HeaderRejected(reason)
         self._set_columns([value.strip() for value in record.values], record.line_number)
 
@@ -279,7 +288,10 @@ class RowBuilder:
         line, values, raw, problem = record
         if problem is not None or values is None:
             code = problem or RecordProblem.MALFORMED_CSV
-            reason = _PROBLEM_REASONS.get(code, code).format(encoding=self._settings.encoding)
+            encoding = self._settings.encoding
+            reason = _PROBLEM_REASONS.get(code, code).format(encoding=encoding)
+            if code == RecordProblem.INVALID_ENCODING:
+                reason += _OTHER_ENCODING_HINTS.get(encoding, "")
             return self._reject(line, code, reason, raw)
         if self._columns is None:
             self._set_columns([str(n) for n in range(1, len(values) + 1)], line)

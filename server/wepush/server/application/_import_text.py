@@ -27,6 +27,7 @@ _UNDECODABLE: Final = "wepush-import-undecodable"
 _UTF16: Final = "utf-16"
 _UTF16_MARKS: Final = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
 _MARK_BYTES: Final = 2
+_GZIP_MAGIC: Final = b"\x1f\x8b\x08"
 #: Enough of the file's start to see both a byte-order mark and two unmarked UTF-16 code units.
 _SNIFF_BYTES: Final = 4
 
@@ -60,6 +61,12 @@ class ImportText:
         return self._decoder.decode(data, final)
 
     def _codec(self, start: bytes) -> str:
+        if start.startswith(_GZIP_MAGIC):
+            # A compressed file sent as it is: its bytes read as text would be rejected row by row.
+            raise ContentRejected(
+                "the file is gzip-compressed: send it with the header Content-Encoding: gzip, "
+                "or uncompressed, to a new import"
+            )
         mark = _UTF16_MARKS.get(start[:_MARK_BYTES])
         unmarked = None if mark else _unmarked_utf16(start)
         if self._encoding == _UTF16:
