@@ -11,14 +11,17 @@ from urllib.parse import quote
 
 import pytest
 
-from wepush.agent.engine import RecipientRecord
+from wepush.agent.engine import ExecutionPolicies, MappingSecretResolver, RecipientRecord, SystemClock
 from wepush.agent.providers.http import HttpProviderFactory
+from wepush.agent.providers.http._auth import CredentialUnusable
 from wepush.agent.providers.http._config import ConfigError
 from wepush.agent.providers.spi import (
     CancellationToken,
     ConfigDocument,
     ErrorCategory,
+    ProviderOpenContext,
     ProviderPreviewRequest,
+    SecretRef,
 )
 from wepush.agent.providers.testing import ScriptedResponse, VendorServer
 
@@ -467,3 +470,40 @@ async def test_connection_test_reports_reachability_and_auth(vendor: VendorServe
     assert (refused.ok, refused.category) == (False, C.INVALID_REQUEST)
     assert [r.method for r in vendor.requests] == ["HEAD", "HEAD"]
     assert vendor.requests[0].headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize(
+    ("auth", "field"),
+    [
+        ({"type": "BEARER", "token": {"$secret": "split"}}, "auth.token"),
+        ({"type": "HEADER", "headerName": "X-Api-Key", "value": {"$secret": "split"}}, "auth.value"),
+    ],
+)
+async def test_a_secret_with_a_line_break_fails_clearly_before_any_request(
+    vendor: VendorServer, auth: dict[str, object], field: str
+) -> None:
+    # A pasted token with a trailing CRLF (or an injected header) cannot go into a header.
+    secret = "tok-1234\r\nX-Injected: yes"
+    secrets = MappingSecretResolver({SecretRef("default", "split"): secret})
+    account = account_doc(vendor.url("/"), auth=auth)
+    factory = HttpProviderFactory(allow_loopback_for_tests=True)
+
+    tested = await factory.test_connection(account, secrets, timedelta(seconds=2))
+    assert (tested.ok, tested.category) == (False, C.AUTHENTICATION)
+    assert tested.message == (
+        f"the secret referenced by {field} contains a line break or NUL, which an HTTP header cannot carry: "
+        "replace the secret with its value on one line"
+    )
+    assert "tok-1234" not in tested.message
+    context = ProviderOpenContext(
+        run_id="run-1",
+        account_config=account,
+        message_config=message_doc(),
+        secrets=secrets,
+        policies=ExecutionPolicies(),
+        dry_run=False,
+        clock=SystemClock(),
+    )
+    with pytest.raises(CredentialUnusable, match=f"referenced by {field} contains a line break"):
+        await factory.open(context)
+    assert vendor.requests == []

@@ -18,9 +18,24 @@ from wepush.agent.providers.spi import SecretRef, SecretResolver
 
 from ._config import AuthConfig, AuthType
 
-__all__ = ["MASK", "AuthHeaders"]
+__all__ = ["MASK", "AuthHeaders", "CredentialUnusable"]
 
 MASK = "******"
+
+
+class CredentialUnusable(ValueError):
+    """A secret that cannot travel where the account puts it; the message names the field, never the value."""
+
+
+def _header_safe(value: str, field: str) -> str:
+    # HTTP clients refuse these in a header (they would split it): better one clear reason than an
+    # "unexpected ValueError" on every request of a Run.
+    if any(ch in value for ch in "\r\n\x00"):
+        raise CredentialUnusable(
+            f"the secret referenced by {field} contains a line break or NUL, which an HTTP header cannot "
+            "carry: replace the secret with its value on one line"
+        )
+    return value
 
 
 async def _reveal(resolver: SecretResolver, ref: SecretRef | None) -> str:
@@ -58,7 +73,7 @@ class AuthHeaders:
     @classmethod
     async def resolve(cls, auth: AuthConfig, resolver: SecretResolver) -> AuthHeaders:
         if auth.type is AuthType.BEARER:
-            token = await _reveal(resolver, auth.token)
+            token = _header_safe(await _reveal(resolver, auth.token), "auth.token")
             return cls({"Authorization": f"Bearer {token}"}, {"Authorization": f"Bearer {MASK}"}, (token,))
         if auth.type is AuthType.BASIC:
             password = await _reveal(resolver, auth.password)
@@ -70,7 +85,7 @@ class AuthHeaders:
                 (password, encoded, pair),
             )
         if auth.type is AuthType.HEADER:
-            value = await _reveal(resolver, auth.value)
+            value = _header_safe(await _reveal(resolver, auth.value), "auth.value")
             name = auth.header_name or "Authorization"
             return cls({name: value}, {name: MASK}, (value,))
         if auth.type is AuthType.QUERY:

@@ -21,7 +21,7 @@ from wepush.agent.providers.spi import (
     load_descriptor_from_package,
 )
 
-from ._auth import AuthHeaders
+from ._auth import AuthHeaders, CredentialUnusable
 from ._config import AccountConfig, ConfigError, parse_account, parse_message
 from ._errors import map_status
 from ._session import HttpProviderSession
@@ -126,7 +126,10 @@ class HttpProviderFactory:
             connect_timeout=min(config.connect_timeout, budget),
             request_timeout=budget,
         )
-        auth = await AuthHeaders.resolve(config.auth, secrets)
+        try:
+            auth = await AuthHeaders.resolve(config.auth, secrets)
+        except CredentialUnusable as exc:
+            return ConnectionTestResult(False, ErrorCategory.AUTHENTICATION, str(exc))
         origin = str(config.base_url.origin())
         started = time.monotonic()
         try:
