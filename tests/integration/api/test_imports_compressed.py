@@ -81,7 +81,7 @@ async def test_an_unsupported_coding_is_415_and_the_import_still_waits_for_its_f
             assert refused.status_code == 415, refused.text
             assert refused.headers["content-type"].startswith("application/problem+json")
             assert problem["code"] == "VALIDATION_FAILED"
-            assert problem["errors"][0]["field"] == "/headers/Content-Encoding"
+            assert problem["errors"][0]["field"] == "Content-Encoding"
             assert (await _get(app, ws, audience_id, import_id))["state"] == "CREATED"
         staged = expect(await upload(app, ws, audience_id, import_id, CSV), 200)
         assert staged["counts"] == COUNTS

@@ -51,6 +51,11 @@ async def test_message_lifecycle_keeps_every_revision_unchanged(tmp_path: Path) 
             f"{url}/revisions", headers=app.admin(), json={"content": HTTP_CONTENT, "basedOnRevision": 1}
         )
         assert (outdated.status_code, outdated.json()["code"]) == (409, "VERSION_CONFLICT")
+        assert outdated.json()["detail"] == f"message {message['id']} is at revision 2, not 1"
+        ahead = await app.client.post(
+            f"{url}/revisions", headers=app.admin(), json={"content": HTTP_CONTENT, "basedOnRevision": 9}
+        )
+        assert ahead.json()["detail"] == f"message {message['id']} is at revision 2, not 9"
 
         assert expect(await app.client.get(f"{url}/revisions/1", headers=app.admin()), 200) == first
         current = expect(await app.client.get(url, headers=app.admin()), 200)

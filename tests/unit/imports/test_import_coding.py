@@ -54,7 +54,7 @@ def test_an_unknown_or_repeated_coding_is_refused_with_415_naming_the_header(hea
         content_coding(header)
     assert refused.value.status == 415
     assert refused.value.code == "VALIDATION_FAILED"
-    assert [issue.field for issue in refused.value.issues] == ["/headers/Content-Encoding"]
+    assert [issue.field for issue in refused.value.issues] == ["Content-Encoding"]
     assert "gzip or deflate" in str(refused.value)
 
 

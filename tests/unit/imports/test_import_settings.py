@@ -46,6 +46,7 @@ def test_consistent_settings_have_no_problems_and_round_trip_through_options() -
         ({"field_mapping": {"A": "x", "B": "x"}}, ("/fieldMapping/B", "DUPLICATE_FIELD")),
         ({"has_header": False}, ("/fieldMapping/Mobile", "NOT_A_POSITION")),
         ({"delimiter": '"'}, ("/delimiter", "INVALID_DELIMITER")),
+        ({"delimiter": "\n"}, ("/delimiter", "INVALID_DELIMITER")),
         ({"encoding": "latin-1"}, ("/encoding", "NOT_ALLOWED")),
         ({"field_mapping": {"手机": "手机"}}, ("/fieldMapping/手机", "INVALID_FIELD_NAME")),
         ({"field_mapping": {"Mobile": "first name"}}, ("/fieldMapping/Mobile", "INVALID_FIELD_NAME")),
@@ -70,6 +71,18 @@ def test_each_inconsistency_is_reported_on_its_field(
     settings: dict[str, Any], expected: tuple[str, str]
 ) -> None:
     assert expected in problems(**settings)
+
+
+@pytest.mark.parametrize("delimiter", ['"', "\n", "\r", ",,", ""])
+def test_a_delimiter_that_cannot_separate_fields_is_refused_saying_what_it_may_be(delimiter: str) -> None:
+    settings = ImportSettings(
+        format=ImportFormat.CSV, field_mapping={"Mobile": "mobile"}, delimiter=delimiter
+    )
+    [issue] = settings.issues(LIMITS)
+    assert (issue.field, issue.message) == (
+        "/delimiter",
+        "must be one character, not a quote or a line break",
+    )
 
 
 def test_validate_raises_validation_failed_with_every_issue() -> None:

@@ -50,7 +50,7 @@ class ContentCodingUnsupported(ValidationFailed):
         shown = header if len(header) <= 64 else header[:63] + "…"
         message = f"Content-Encoding {shown!r} is not supported; send the file as is, or as gzip or deflate"
         super().__init__(
-            message, [FieldIssue(f"/headers/{_HEADER}", "UNSUPPORTED_CONTENT_ENCODING", message)]
+            message, [FieldIssue(_HEADER, "UNSUPPORTED_CONTENT_ENCODING", message)]
         )
 
 

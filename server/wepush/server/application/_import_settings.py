@@ -74,7 +74,11 @@ class ImportSettings:
         if self.encoding not in ENCODINGS:
             out.append(FieldIssue("/encoding", "NOT_ALLOWED", f"must be one of {', '.join(ENCODINGS)}"))
         if len(self.delimiter) != 1 or self.delimiter in _BAD_DELIMITERS:
-            out.append(FieldIssue("/delimiter", "INVALID_DELIMITER", "must be one character, not a quote"))
+            out.append(
+                FieldIssue(
+                    "/delimiter", "INVALID_DELIMITER", "must be one character, not a quote or a line break"
+                )
+            )
         if not self.field_mapping:
             out.append(FieldIssue("/fieldMapping", "TOO_FEW_FIELDS", "must map at least one column"))
         if len(self.field_mapping) > limits.max_columns:

@@ -272,7 +272,13 @@ class MessageService:
                 async def create_revision() -> Outcome:
                     message = await uow.messages.get(workspace_id, message_id)
                     if message.latest_revision != based_on_revision:
-                        raise VersionConflict("message", message_id, based_on_revision)
+                        raise VersionConflict(
+                            "message",
+                            message_id,
+                            based_on_revision,
+                            current=message.latest_revision,
+                            unit="revision",
+                        )
                     number = message.latest_revision + 1
                     # Bumping the message first serialises concurrent editors on its version.
                     await uow.messages.update(dataclasses.replace(message, latest_revision=number))

@@ -30,8 +30,22 @@ class VersionConflict(DomainError):
 
     code: ClassVar[str] = "VERSION_CONFLICT"
 
-    def __init__(self, resource_type: str, resource_id: str, expected_version: int) -> None:
-        super().__init__(f"{resource_type} {resource_id} is no longer at version {expected_version}")
+    def __init__(
+        self,
+        resource_type: str,
+        resource_id: str,
+        expected_version: int,
+        *,
+        current: int | None = None,
+        unit: str = "version",
+    ) -> None:
+        # With the current number known, say it: a request based on a number never reached is no
+        # "no longer" but a wrong number.
+        if current is None:
+            text = f"{resource_type} {resource_id} is no longer at {unit} {expected_version}"
+        else:
+            text = f"{resource_type} {resource_id} is at {unit} {current}, not {expected_version}"
+        super().__init__(text)
         self.resource_type = resource_type
         self.resource_id = resource_id
         self.expected_version = expected_version
