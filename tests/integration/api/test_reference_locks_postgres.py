@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from tests.fixtures.db import waiting_on_a_lock
 from tests.helpers_app import RunningApp
+from tests.integration.api._support import issue_token
 from tests.integration.api._support_runs import confirm, seed_world, service, start
 from wepush.server.infra.db import create_database
 from wepush.server.infra.db.tables import account, job, run, workspace
@@ -124,12 +125,13 @@ async def test_a_membership_change_waits_for_another_one_in_the_same_workspace(
 ) -> None:
     async with _postgres_service(tmp_path, postgres_url) as (app, side):
         world = await seed_world(app, provider_id="wepush.fake")
-        url = f"/api/v1/workspaces/{world.workspace_id}/members/someone-else"
-        for member in ("first-admin", "someone-else"):
-            added = await app.client.put(
-                url.rsplit("/", 1)[0] + f"/{member}", headers=app.admin(), json={"role": "ADMIN"}
-            )
+        members = f"/api/v1/workspaces/{world.workspace_id}/members"
+        first, _ = await issue_token(app, world.workspace_id, "VIEWER", name="first-admin")
+        other, _ = await issue_token(app, world.workspace_id, "VIEWER", name="someone-else")
+        for member in (first, other):
+            added = await app.client.put(f"{members}/{member}", headers=app.admin(), json={"role": "ADMIN"})
             assert added.status_code == 200, added.text
+        url = f"{members}/{other}"
         # A demotion changes an existing member (adding one would wait on the foreign key anyway).
         async with _holding(side, workspace, world.workspace_id):
             changing = await waiting_on_a_lock(

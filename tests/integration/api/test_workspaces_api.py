@@ -111,7 +111,8 @@ async def test_member_roles_grant_access_and_the_last_admin_stays(tmp_path: Path
         assert demoted.status_code == 409
         assert demoted.json()["code"] == "RESOURCE_IN_USE"
 
-        second = await app.client.put(f"{members}/someone-else", headers=app.admin(), json={"role": "ADMIN"})
+        other_id, _ = await issue_token(app, team_b, "VIEWER", name="someone-else")
+        second = await app.client.put(f"{members}/{other_id}", headers=app.admin(), json={"role": "ADMIN"})
         assert second.status_code == 200
         now_allowed = await app.client.put(
             f"{members}/{token_id}", headers=app.admin(), json={"role": "VIEWER"}
@@ -125,12 +126,24 @@ async def test_members_are_managed_by_workspace_admins_only(tmp_path: Path) -> N
         _, operator = await issue_token(app, ws, "OPERATOR")
         members = f"{API}/workspaces/{ws}/members"
         assert (await app.client.get(members, headers=operator)).status_code == 403
-        put = await app.client.put(f"{members}/u-1", headers=operator, json={"role": "ADMIN"})
+        viewer_id, _ = await issue_token(app, ws, "VIEWER")
+        put = await app.client.put(f"{members}/{viewer_id}", headers=operator, json={"role": "ADMIN"})
         assert put.status_code == 403
         _, admin = await issue_token(app, ws, "ADMIN")
         assert (
-            await app.client.put(f"{members}/u-1", headers=admin, json={"role": "VIEWER"})
+            await app.client.put(f"{members}/{viewer_id}", headers=admin, json={"role": "OPERATOR"})
         ).status_code == 200
+
+
+async def test_a_member_is_an_existing_token_so_a_mistyped_id_is_not_found(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await create_workspace(app, "team-b")
+        members = f"{API}/workspaces/{ws}/members"
+        for unknown in ("00000000-0000-0000-0000-000000000000", "bootstrap-admin", "u-1"):
+            put = await app.client.put(f"{members}/{unknown}", headers=app.admin(), json={"role": "OPERATOR"})
+            assert (put.status_code, put.json()["code"]) == (404, "RESOURCE_NOT_FOUND"), unknown
+        listed = await app.client.get(members, headers=app.admin())
+        assert listed.json()["items"] == []
 
 
 async def test_a_member_role_set_in_the_tokens_own_workspace_replaces_the_role_it_was_issued_with(

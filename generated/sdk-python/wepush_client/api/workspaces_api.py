@@ -1265,7 +1265,7 @@ class WorkspacesApi:
     ) -> WorkspaceMember:
         """Grant or change a member's role
 
-        Creates the membership when absent. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
+        Creates the membership when absent; a member is an API token (userId is the token's id), and an id that is no token's is 404. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -1347,7 +1347,7 @@ class WorkspacesApi:
     ) -> ApiResponse[WorkspaceMember]:
         """Grant or change a member's role
 
-        Creates the membership when absent. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
+        Creates the membership when absent; a member is an API token (userId is the token's id), and an id that is no token's is 404. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -1429,7 +1429,7 @@ class WorkspacesApi:
     ) -> RESTResponseType:
         """Grant or change a member's role
 
-        Creates the membership when absent. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
+        Creates the membership when absent; a member is an API token (userId is the token's id), and an id that is no token's is 404. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
 
         :param workspace_id: (required)
         :type workspace_id: str

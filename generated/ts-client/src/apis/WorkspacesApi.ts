@@ -417,7 +417,7 @@ export class WorkspacesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Creates the membership when absent. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
+     * Creates the membership when absent; a member is an API token (userId is the token\'s id), and an id that is no token\'s is 404. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
      * Grant or change a member\'s role
      */
     async putWorkspaceMemberRoleRaw(requestParameters: PutWorkspaceMemberRoleRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<WorkspaceMember>> {
@@ -428,7 +428,7 @@ export class WorkspacesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Creates the membership when absent. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
+     * Creates the membership when absent; a member is an API token (userId is the token\'s id), and an id that is no token\'s is 404. Demoting the last ADMIN is refused with 409 RESOURCE_IN_USE.
      * Grant or change a member\'s role
      */
     async putWorkspaceMemberRole(requestParameters: PutWorkspaceMemberRoleRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<WorkspaceMember> {

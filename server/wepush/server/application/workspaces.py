@@ -21,6 +21,7 @@ from wepush.server.domain import (
     DomainError,
     JsonObject,
     Keyset,
+    NotFound,
     Page,
     PageRequest,
     UnitOfWork,
@@ -236,6 +237,7 @@ class WorkspaceService:
             await uow.workspaces.get(workspace_id, for_membership_change=True)
             member = await uow.workspaces.find_member(workspace_id, user_id)
             if member is None:
+                await _ensure_token_principal(uow, user_id)
                 result = await uow.workspaces.add_member(
                     WorkspaceMember(
                         workspace_id=workspace_id,
@@ -267,3 +269,14 @@ class WorkspaceService:
                 trace_id=trace_id,
             )
             return result
+
+
+async def _ensure_token_principal(uow: UnitOfWork, user_id: str) -> None:
+    """A new member is an API token (a token is its own member): a mistyped id is 404, not a membership
+    nobody can ever use."""
+    try:
+        token = await uow.api_tokens.get(user_id)
+    except NotFound:
+        token = None
+    if token is None or token.principal_id != user_id:
+        raise NotFound("api token", user_id)
