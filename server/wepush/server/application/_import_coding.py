@@ -49,9 +49,7 @@ class ContentCodingUnsupported(ValidationFailed):
     def __init__(self, header: str) -> None:
         shown = header if len(header) <= 64 else header[:63] + "…"
         message = f"Content-Encoding {shown!r} is not supported; send the file as is, or as gzip or deflate"
-        super().__init__(
-            message, [FieldIssue(_HEADER, "UNSUPPORTED_CONTENT_ENCODING", message)]
-        )
+        super().__init__(message, [FieldIssue(_HEADER, "UNSUPPORTED_CONTENT_ENCODING", message)])
 
 
 def content_coding(header: str | None) -> ContentCoding:
