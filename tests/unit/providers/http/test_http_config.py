@@ -107,6 +107,8 @@ def test_loopback_base_url_is_valid_only_with_the_factory_test_setting() -> None
         ({"method": "TRACE"}, "/method", "SCHEMA_ENUM"),
         ({"path": "notify"}, "/path", "SCHEMA_PATTERN"),
         ({"path": "/a/../admin"}, "/path", "DOT_SEGMENT"),
+        ({"path": "/users/ {{id}}"}, "/path", "SCHEMA_PATTERN"),
+        ({"path": "/users/{{ id + 1 }}"}, "/path", "TEMPLATE_INVALID"),
         ({"bodyTemplate": '{"a":"{{a.__class__}}"}'}, "/bodyTemplate", "TEMPLATE_INVALID"),
         ({"headers": {"X-Id": "{{ id + 1 }}"}}, "/headers/X-Id", "TEMPLATE_INVALID"),
         ({"headers": {"Content-Length": "1"}}, "/headers/Content-Length", "HEADER_FORBIDDEN"),
@@ -127,6 +129,20 @@ def test_invalid_message_names_the_field(overrides: dict[str, Any], path: str, c
 
     assert not result.ok
     assert issue_paths(result).get(path) == code
+
+
+@pytest.mark.parametrize("path", ["/users/{{ id }}", "/users/{{id}}/{{ city }}", "/{a}/x{", "/a}b"])
+def test_a_path_placeholder_may_be_spaced_like_in_every_other_template(path: str) -> None:
+    # The template language strips the spaces around a name; only the path's pattern used to refuse them.
+    assert FACTORY.validate_message(message(path=path)) == ValidationResult.valid()
+
+
+def test_the_path_pattern_stays_linear_on_many_empty_placeholders() -> None:
+    # Each "{{}}" could also be read as four literal characters; an ambiguous pattern would
+    # backtrack 2**n ways before refusing the trailing space.
+    result = FACTORY.validate_message(message(path="/" + "{{}}" * 500 + " "))
+
+    assert issue_paths(result).get("/path") == "SCHEMA_PATTERN"
 
 
 def test_query_auth_and_ordinary_query_parameters_are_valid() -> None:

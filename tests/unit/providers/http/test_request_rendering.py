@@ -36,6 +36,14 @@ def test_path_is_joined_to_the_base_path_and_queries_are_merged() -> None:
     assert dict(rendered.url.query) == {"tenant": "7", "lang": "zh", "to": "+86 138"}
 
 
+def test_a_spaced_path_placeholder_is_filled_and_encoded_as_one_segment() -> None:
+    rendered = renderer({"baseUrl": "https://api.example.com"}, {"path": "/cities/{{ city }}/notify"}).render(
+        fields(city="San Jose/CA")
+    )
+
+    assert rendered.url.raw_path == "/cities/San%20Jose%2FCA/notify"
+
+
 @pytest.mark.parametrize(
     "value",
     [
