@@ -46,12 +46,16 @@ async def test_workspace_names_are_unique_and_members_hold_one_role_each(
     async with uow_factory() as uow:
         promoted = await uow.workspaces.update_member(replace(member, role=WorkspaceRole.ADMIN))
         found = await uow.workspaces.find_member(workspace.id, "user-1")
+        roles = await uow.workspaces.member_roles(workspace.id, ["user-1", "user-2"])
+        elsewhere = await uow.workspaces.member_roles("another-workspace", ["user-1"])
+        nobody = await uow.workspaces.member_roles(workspace.id, [])
         by_name = await uow.workspaces.find_by_name("default")
         members = await uow.workspaces.list_members(workspace.id, PageRequest())
         await uow.workspaces.remove_member(workspace.id, "user-1")
         with pytest.raises(NotFound):
             await uow.workspaces.remove_member(workspace.id, "user-1")
     assert found == promoted
+    assert (roles, elsewhere, nobody) == ({"user-1": WorkspaceRole.ADMIN}, {}, {})
     assert promoted.role is WorkspaceRole.ADMIN
     assert by_name == workspace
     assert [m.principal_id for m in members.items] == ["user-1"]

@@ -113,6 +113,40 @@ async def test_workspace_admin_manages_only_its_own_workspace_tokens(tmp_path: P
         assert (await app.client.get(f"{API}/workspaces", headers=app.admin())).status_code == 200
 
 
+async def test_the_list_shows_the_role_a_token_acts_with_and_who_is_system_admin(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        token_id, admin = await issue_token(app, ws, "ADMIN", name="was-admin")
+        demoted = await app.client.put(
+            f"{API}/workspaces/{ws}/members/{token_id}", headers=app.admin(), json={"role": "VIEWER"}
+        )
+        assert demoted.status_code == 200
+        # The demotion is obeyed: the token can no longer manage tokens ...
+        assert (await app.client.get(tokens_url(ws), headers=admin)).status_code == 403
+
+        listed = await app.client.get(tokens_url(ws), headers=app.admin())
+        by_name = {t["name"]: t for t in listed.json()["items"]}
+        # ... and the list says so, instead of the role it was issued with.
+        was_admin = by_name["was-admin"]
+        assert (was_admin["role"], was_admin["issuedRole"], was_admin["systemAdmin"]) == (
+            "VIEWER",
+            "ADMIN",
+            False,
+        )
+        bootstrap = by_name["bootstrap-admin"]
+        assert (bootstrap["role"], bootstrap["issuedRole"], bootstrap["systemAdmin"]) == (
+            "ADMIN",
+            "ADMIN",
+            True,
+        )
+
+        created = await app.client.post(
+            tokens_url(ws), headers=app.admin(), json={"name": "new", "role": "OPERATOR"}
+        )
+        body = created.json()
+        assert (body["role"], body["issuedRole"], body["systemAdmin"]) == ("OPERATOR", "OPERATOR", False)
+
+
 async def test_operator_cannot_manage_tokens(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

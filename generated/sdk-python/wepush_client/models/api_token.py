@@ -18,7 +18,7 @@ import re  # noqa: F401
 import json
 
 from datetime import datetime
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from typing import Any, ClassVar, Dict, List, Optional
 from typing_extensions import Annotated
 from wepush_client.models.workspace_role import WorkspaceRole
@@ -28,18 +28,20 @@ from pydantic_core import to_jsonable_python
 
 class ApiToken(BaseModel):
     """
-    API token metadata; neither the plaintext nor its hash is ever returned after creation.
+    API token metadata; neither the plaintext nor its hash is ever returned after creation. `role` is the role the token acts with in its workspace now: the member role an ADMIN put for it (`PUT /workspaces/{id}/members/{tokenId}`) when there is one, otherwise `issuedRole`, the role it was created with. A `systemAdmin` token may do anything in every workspace whatever its role; only a SYSTEM_ADMIN sees such tokens in the list.
     """ # noqa: E501
     id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="workspaceId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="Human-readable name, unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     role: WorkspaceRole
+    issued_role: WorkspaceRole = Field(alias="issuedRole")
+    system_admin: StrictBool = Field(description="True for a SYSTEM_ADMIN token, such as the bootstrap token written at first start.", alias="systemAdmin")
     token_prefix: Annotated[str, Field(strict=True, max_length=16)] = Field(description="Non-secret leading characters that help recognise the token.", alias="tokenPrefix", json_schema_extra={"examples": ["wpt_<prefix>"]})
     created_at: datetime = Field(alias="createdAt")
     expires_at: Optional[datetime] = Field(default=None, alias="expiresAt")
     last_used_at: Optional[datetime] = Field(default=None, alias="lastUsedAt")
     revoked_at: Optional[datetime] = Field(default=None, alias="revokedAt")
-    __properties: ClassVar[List[str]] = ["id", "workspaceId", "name", "role", "tokenPrefix", "createdAt", "expiresAt", "lastUsedAt", "revokedAt"]
+    __properties: ClassVar[List[str]] = ["id", "workspaceId", "name", "role", "issuedRole", "systemAdmin", "tokenPrefix", "createdAt", "expiresAt", "lastUsedAt", "revokedAt"]
 
     model_config = ConfigDict(
         validate_by_name=True,
@@ -111,6 +113,8 @@ class ApiToken(BaseModel):
             "workspaceId": obj.get("workspaceId"),
             "name": obj.get("name"),
             "role": obj.get("role"),
+            "issuedRole": obj.get("issuedRole"),
+            "systemAdmin": obj.get("systemAdmin"),
             "tokenPrefix": obj.get("tokenPrefix"),
             "createdAt": obj.get("createdAt"),
             "expiresAt": obj.get("expiresAt"),

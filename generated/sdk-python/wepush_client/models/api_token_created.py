@@ -18,7 +18,7 @@ import re  # noqa: F401
 import json
 
 from datetime import datetime
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from typing import Any, ClassVar, Dict, List, Optional
 from typing_extensions import Annotated
 from wepush_client.models.workspace_role import WorkspaceRole
@@ -34,13 +34,15 @@ class ApiTokenCreated(BaseModel):
     workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="workspaceId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="Human-readable name, unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     role: WorkspaceRole
+    issued_role: WorkspaceRole = Field(alias="issuedRole")
+    system_admin: StrictBool = Field(description="True for a SYSTEM_ADMIN token, such as the bootstrap token written at first start.", alias="systemAdmin")
     token_prefix: Annotated[str, Field(strict=True, max_length=16)] = Field(description="Non-secret leading characters that help recognise the token.", alias="tokenPrefix", json_schema_extra={"examples": ["wpt_<prefix>"]})
     created_at: datetime = Field(alias="createdAt")
     expires_at: Optional[datetime] = Field(default=None, alias="expiresAt")
     last_used_at: Optional[datetime] = Field(default=None, alias="lastUsedAt")
     revoked_at: Optional[datetime] = Field(default=None, alias="revokedAt")
     token: Annotated[str, Field(min_length=1, strict=True, max_length=512)] = Field(json_schema_extra={"examples": ["<token>"]})
-    __properties: ClassVar[List[str]] = ["id", "workspaceId", "name", "role", "tokenPrefix", "createdAt", "expiresAt", "lastUsedAt", "revokedAt", "token"]
+    __properties: ClassVar[List[str]] = ["id", "workspaceId", "name", "role", "issuedRole", "systemAdmin", "tokenPrefix", "createdAt", "expiresAt", "lastUsedAt", "revokedAt", "token"]
 
     model_config = ConfigDict(
         validate_by_name=True,
@@ -112,6 +114,8 @@ class ApiTokenCreated(BaseModel):
             "workspaceId": obj.get("workspaceId"),
             "name": obj.get("name"),
             "role": obj.get("role"),
+            "issuedRole": obj.get("issuedRole"),
+            "systemAdmin": obj.get("systemAdmin"),
             "tokenPrefix": obj.get("tokenPrefix"),
             "createdAt": obj.get("createdAt"),
             "expiresAt": obj.get("expiresAt"),

@@ -22,7 +22,7 @@ import {
 } from './WorkspaceRole';
 
 /**
- * API token metadata; neither the plaintext nor its hash is ever returned after creation.
+ * API token metadata; neither the plaintext nor its hash is ever returned after creation. `role` is the role the token acts with in its workspace now: the member role an ADMIN put for it (`PUT /workspaces/{id}/members/{tokenId}`) when there is one, otherwise `issuedRole`, the role it was created with. A `systemAdmin` token may do anything in every workspace whatever its role; only a SYSTEM_ADMIN sees such tokens in the list.
  * @export
  * @interface ApiToken
  */
@@ -43,6 +43,14 @@ export interface ApiToken {
      * 
      */
     role: WorkspaceRole;
+    /**
+     * 
+     */
+    issuedRole: WorkspaceRole;
+    /**
+     * True for a SYSTEM_ADMIN token, such as the bootstrap token written at first start.
+     */
+    systemAdmin: boolean;
     /**
      * Non-secret leading characters that help recognise the token.
      */
@@ -75,6 +83,8 @@ export function instanceOfApiToken(value: object): value is ApiToken {
     if (!('workspaceId' in value) || value['workspaceId'] === undefined) return false;
     if (!('name' in value) || value['name'] === undefined) return false;
     if (!('role' in value) || value['role'] === undefined) return false;
+    if (!('issuedRole' in value) || value['issuedRole'] === undefined) return false;
+    if (!('systemAdmin' in value) || value['systemAdmin'] === undefined) return false;
     if (!('tokenPrefix' in value) || value['tokenPrefix'] === undefined) return false;
     if (!('createdAt' in value) || value['createdAt'] === undefined) return false;
     return true;
@@ -94,6 +104,8 @@ export function ApiTokenFromJSONTyped(json: any, ignoreDiscriminator: boolean): 
         'workspaceId': json['workspaceId'],
         'name': json['name'],
         'role': WorkspaceRoleFromJSON(json['role']),
+        'issuedRole': WorkspaceRoleFromJSON(json['issuedRole']),
+        'systemAdmin': json['systemAdmin'],
         'tokenPrefix': json['tokenPrefix'],
         'createdAt': (json['createdAt'] == null ? json['createdAt'] : parseDateTime(json['createdAt'])),
         'expiresAt': json['expiresAt'] === undefined ? undefined : json['expiresAt'] === null ? null : (parseDateTime(json['expiresAt'])),
@@ -117,6 +129,8 @@ export function ApiTokenToJSONTyped(value?: ApiToken | null, ignoreDiscriminator
         'workspaceId': value['workspaceId'],
         'name': value['name'],
         'role': WorkspaceRoleToJSON(value['role']),
+        'issuedRole': WorkspaceRoleToJSON(value['issuedRole']),
+        'systemAdmin': value['systemAdmin'],
         'tokenPrefix': value['tokenPrefix'],
         'createdAt': value['createdAt'] == null ? value['createdAt'] : serializeDateTime(value['createdAt']),
         'expiresAt': value['expiresAt'] == null ? value['expiresAt'] : serializeDateTime(value['expiresAt']),

@@ -44,6 +44,14 @@ export interface ApiTokenCreated {
      */
     role: WorkspaceRole;
     /**
+     * 
+     */
+    issuedRole: WorkspaceRole;
+    /**
+     * True for a SYSTEM_ADMIN token, such as the bootstrap token written at first start.
+     */
+    systemAdmin: boolean;
+    /**
      * Non-secret leading characters that help recognise the token.
      */
     tokenPrefix: string;
@@ -79,6 +87,8 @@ export function instanceOfApiTokenCreated(value: object): value is ApiTokenCreat
     if (!('workspaceId' in value) || value['workspaceId'] === undefined) return false;
     if (!('name' in value) || value['name'] === undefined) return false;
     if (!('role' in value) || value['role'] === undefined) return false;
+    if (!('issuedRole' in value) || value['issuedRole'] === undefined) return false;
+    if (!('systemAdmin' in value) || value['systemAdmin'] === undefined) return false;
     if (!('tokenPrefix' in value) || value['tokenPrefix'] === undefined) return false;
     if (!('createdAt' in value) || value['createdAt'] === undefined) return false;
     if (!('token' in value) || value['token'] === undefined) return false;
@@ -99,6 +109,8 @@ export function ApiTokenCreatedFromJSONTyped(json: any, ignoreDiscriminator: boo
         'workspaceId': json['workspaceId'],
         'name': json['name'],
         'role': WorkspaceRoleFromJSON(json['role']),
+        'issuedRole': WorkspaceRoleFromJSON(json['issuedRole']),
+        'systemAdmin': json['systemAdmin'],
         'tokenPrefix': json['tokenPrefix'],
         'createdAt': (json['createdAt'] == null ? json['createdAt'] : parseDateTime(json['createdAt'])),
         'expiresAt': json['expiresAt'] === undefined ? undefined : json['expiresAt'] === null ? null : (parseDateTime(json['expiresAt'])),
@@ -123,6 +135,8 @@ export function ApiTokenCreatedToJSONTyped(value?: ApiTokenCreated | null, ignor
         'workspaceId': value['workspaceId'],
         'name': value['name'],
         'role': WorkspaceRoleToJSON(value['role']),
+        'issuedRole': WorkspaceRoleToJSON(value['issuedRole']),
+        'systemAdmin': value['systemAdmin'],
         'tokenPrefix': value['tokenPrefix'],
         'createdAt': value['createdAt'] == null ? value['createdAt'] : serializeDateTime(value['createdAt']),
         'expiresAt': value['expiresAt'] == null ? value['expiresAt'] : serializeDateTime(value['expiresAt']),

@@ -12,8 +12,8 @@ from typing import Any
 from wepush.agent.engine import ProviderDescriptor, format_duration
 from wepush.server.api._rich_text import clean_rich_text, clean_schema_texts
 from wepush.server.application.accounts import AccountView, ConnectionTestOutcome
-from wepush.server.application.tokens import IssuedToken
-from wepush.server.domain import ApiToken, AuditEvent, Workspace, WorkspaceMember
+from wepush.server.application.tokens import IssuedToken, ListedToken
+from wepush.server.domain import ApiToken, AuditEvent, Workspace, WorkspaceMember, WorkspaceRole
 
 __all__ = [
     "iso",
@@ -132,13 +132,19 @@ def render_connection_test(outcome: ConnectionTestOutcome) -> dict[str, Any]:
     return body
 
 
-def render_api_token(token: ApiToken) -> dict[str, Any]:
+def render_listed_token(listed: ListedToken) -> dict[str, Any]:
+    return render_api_token(listed.token, acting_role=listed.role)
+
+
+def render_api_token(token: ApiToken, *, acting_role: WorkspaceRole | None = None) -> dict[str, Any]:
     # Neither the hash nor (after creation) the plaintext ever leaves the Service.
     return {
         "id": token.id,
         "workspaceId": token.workspace_id,
         "name": token.name,
-        "role": token.role.value,
+        "role": (acting_role or token.role).value,
+        "issuedRole": token.role.value,
+        "systemAdmin": token.system_admin,
         "tokenPrefix": token.token_prefix,
         "createdAt": iso(token.created_at),
         "expiresAt": _iso_or_none(token.expires_at),

@@ -10,7 +10,7 @@ from wepush.server.api._auth import current_principal, current_trace_id
 from wepush.server.api._context import services
 from wepush.server.api._instants import read_instant
 from wepush.server.api._paging import keyset_request, page_body
-from wepush.server.api._render_core import render_api_token, render_api_token_created
+from wepush.server.api._render_core import render_api_token_created, render_listed_token
 from wepush.server.api._responses import empty_response, json_response
 from wepush.server.domain import WorkspaceRole
 
@@ -23,7 +23,7 @@ async def list_api_tokens(
     filters = {"workspaceId": workspace_id}
     page = keyset_request(_RESOURCE, filters, limit, cursor)
     found = await services().resources.tokens.list_page(current_principal(), workspace_id, page)
-    return json_response(page_body(found, render_api_token, resource=_RESOURCE, filters=filters))
+    return json_response(page_body(found, render_listed_token, resource=_RESOURCE, filters=filters))
 
 
 async def create_api_token(workspace_id: str, body: dict[str, Any]) -> ConnexionResponse:

@@ -18,7 +18,7 @@ from wepush.server.application.credentials import TokenKind
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.domain import ApiToken, Keyset, NotFound, Page, PageRequest, WorkspaceRole, new_id
 
-__all__ = ["IssuedToken", "TokenService"]
+__all__ = ["IssuedToken", "ListedToken", "TokenService"]
 
 RESOURCE = "API_TOKEN"
 
@@ -31,13 +31,21 @@ class IssuedToken:
     plaintext: str = field(repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class ListedToken:
+    """A token and the role it acts with in its workspace now (its member role there, if one was put)."""
+
+    token: ApiToken
+    role: WorkspaceRole
+
+
 class TokenService:
     def __init__(self, deps: ServiceDeps) -> None:
         self._deps = deps
 
     async def list_page(
         self, principal: Principal, workspace_id: str, page: PageRequest[Keyset]
-    ) -> Page[ApiToken, Keyset]:
+    ) -> Page[ListedToken, Keyset]:
         await authorize_audited(
             self._deps, principal, workspace_id, Role.ADMIN, action="token.list", resource_type=RESOURCE
         )
@@ -45,7 +53,12 @@ class TokenService:
             await ensure_workspace(uow, principal, workspace_id)
             # A workspace ADMIN never sees SYSTEM_ADMIN tokens.
             only = None if principal.system_admin else False
-            return await uow.api_tokens.list_page(workspace_id, page, system_admin=only)
+            found = await uow.api_tokens.list_page(workspace_id, page, system_admin=only)
+            # Authentication obeys a member role over the issued one, so the list must show it too: an
+            # ADMIN reviewing who may do what would otherwise see a demoted token as still ADMIN.
+            members = await uow.workspaces.member_roles(workspace_id, {t.principal_id for t in found.items})
+        listed = [ListedToken(t, members.get(t.principal_id, t.role)) for t in found.items]
+        return Page(listed, found.next_after)
 
     async def create(
         self,

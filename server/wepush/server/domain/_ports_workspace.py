@@ -13,7 +13,7 @@ from typing import Protocol
 
 from ._paging import Keyset, Page, PageRequest
 from ._records import SecretRecord
-from ._workspace import ApiToken, Workspace, WorkspaceMember
+from ._workspace import ApiToken, Workspace, WorkspaceMember, WorkspaceRole
 
 
 class WorkspaceRepository(Protocol):
@@ -47,6 +47,12 @@ class WorkspaceRepository(Protocol):
     async def list_members(
         self, workspace_id: str, page: PageRequest[Keyset]
     ) -> Page[WorkspaceMember, Keyset]: ...
+
+    async def member_roles(
+        self, workspace_id: str, principal_ids: Collection[str]
+    ) -> dict[str, WorkspaceRole]:
+        """The role of each of ``principal_ids`` that is a member of ``workspace_id`` (one page's worth)."""
+        ...
 
     async def memberships_of(self, principal_id: str) -> list[WorkspaceMember]:
         """Every workspace role granted to ``principal_id`` (small: one row per workspace)."""

@@ -1841,7 +1841,7 @@ class AgentCredentialRotated(BaseModel):
 
 class ApiToken(BaseModel):
     """
-    API token metadata; neither the plaintext nor its hash is ever returned after creation.
+    API token metadata; neither the plaintext nor its hash is ever returned after creation. `role` is the role the token acts with in its workspace now: the member role an ADMIN put for it (`PUT /workspaces/{id}/members/{tokenId}`) when there is one, otherwise `issuedRole`, the role it was created with. A `systemAdmin` token may do anything in every workspace whatever its role; only a SYSTEM_ADMIN sees such tokens in the list.
     """
 
     id: str = Field(
@@ -1866,6 +1866,11 @@ class ApiToken(BaseModel):
         min_length=1,
     )
     role: WorkspaceRole
+    issuedRole: WorkspaceRole
+    systemAdmin: bool = Field(
+        ...,
+        description="True for a SYSTEM_ADMIN token, such as the bootstrap token written at first start.",
+    )
     tokenPrefix: str = Field(
         ...,
         description="Non-secret leading characters that help recognise the token.",

@@ -19,6 +19,7 @@ from wepush.server.domain import (
     VersionConflict,
     Workspace,
     WorkspaceMember,
+    WorkspaceRole,
 )
 
 from ._base import RowLock, SqlRepository
@@ -108,6 +109,19 @@ class SqlWorkspaceRepository(SqlRepository):
             key=_created_key,
             descending=False,
         )
+
+    async def member_roles(
+        self, workspace_id: str, principal_ids: Collection[str]
+    ) -> dict[str, WorkspaceRole]:
+        if not principal_ids:
+            return {}
+        rows = await self._all(
+            select(workspace_member.c.principal_id, workspace_member.c.role).where(
+                workspace_member.c.workspace_id == workspace_id,
+                workspace_member.c.principal_id.in_(list(principal_ids)),
+            )
+        )
+        return {row.principal_id: WorkspaceRole(row.role) for row in rows}
 
     async def memberships_of(self, principal_id: str) -> list[WorkspaceMember]:
         rows = await self._all(
