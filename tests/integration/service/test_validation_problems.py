@@ -99,6 +99,25 @@ async def test_malformed_json_is_reported_by_position(tmp_path: Path) -> None:
         assert "line 1" in response.json()["detail"]
 
 
+async def test_a_json_body_saved_with_a_byte_order_mark_is_read_without_it(tmp_path: Path) -> None:
+    # What `curl -d @ws.json` sends after PowerShell 5's `Set-Content -Encoding utf8` wrote the file.
+    async with running_app(standalone_config(tmp_path)) as app:
+        response = await app.client.post(
+            "/api/v1/workspaces",
+            content="\ufeff".encode() + b'{"name": "from-windows"}',
+            headers={**app.admin(), "Content-Type": "application/json"},
+        )
+        assert response.status_code == 201, response.text
+        assert response.json()["name"] == "from-windows"
+        only_mark = await app.client.post(
+            "/api/v1/workspaces",
+            content="\ufeff".encode(),
+            headers={**app.admin(), "Content-Type": "application/json"},
+        )
+        assert only_mark.status_code == 400
+        assert "empty" in only_mark.json()["detail"]
+
+
 async def test_problems_carry_the_trace_id_of_the_request(tmp_path: Path) -> None:
     async with running_app(standalone_config(tmp_path)) as app:
         response = await app.client.get("/api/v1/providers", headers={"X-Trace-Id": "trace-xyz-42"})

@@ -148,6 +148,9 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
             text = raw.decode(self._encoding)
         except (UnicodeDecodeError, LookupError):
             raise BadRequestProblem(detail="/: the request body is not valid UTF-8 text") from None
+        # RFC 8259 lets a parser ignore a byte-order mark; Windows tools (PowerShell 5's
+        # ``Set-Content -Encoding utf8``, Notepad before 2019) put one before every file they save.
+        text = text.removeprefix("\ufeff")
         if not text:
             return None
         try:
