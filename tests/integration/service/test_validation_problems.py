@@ -134,6 +134,7 @@ async def test_problems_carry_the_trace_id_of_the_request(tmp_path: Path) -> Non
         (f"state=RUNNING&state={SECRET}", {}, "state", "query parameter 'state' item 1: must be one of"),
         (f"{SECRET}=1", {}, SECRET, f"query parameter '{SECRET}' is not defined for this operation"),
         ("b=1&a=2", {}, "a", "query parameters 'a', 'b' are not defined for this operation"),
+        ("limit=5&limit=50", {}, "limit", "query parameter 'limit': is given more than once"),
     ],
 )
 async def test_a_bad_parameter_is_named_with_its_rule_never_its_value_or_schema(
@@ -161,6 +162,13 @@ async def test_a_bad_parameter_is_named_with_its_rule_never_its_value_or_schema(
         # The test client's own request log shows the URL it sent; every Service record must not.
         service_records = [r.getMessage() for r in caplog.records if not r.name.startswith("httpx")]
         assert not [m for m in service_records if SECRET in m]
+
+
+async def test_an_array_filter_may_repeat_where_a_single_value_may_not(tmp_path: Path) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        runs = f"/api/v1/workspaces/{await _workspace_id(app)}/runs"
+        repeated = await app.client.get(f"{runs}?state=RUNNING&state=PAUSED&limit=5", headers=app.admin())
+        assert repeated.status_code == 200, repeated.text
 
 
 async def test_an_overlong_header_parameter_is_named_and_not_echoed(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from connexion.validators import (
     TextResponseBodyValidator,
 )
 from jsonschema import Draft4Validator, ValidationError
+from starlette.datastructures import QueryParams
 from starlette.types import Receive, Scope, Send
 
 from wepush.agent.providers.common._schema_rules import most_specific, value_free_rule, violation_path
@@ -129,6 +130,13 @@ class SafeParameterValidator(ParameterValidator):  # type: ignore[misc]
                 names = ", ".join(f"'{name[:_MAX_NAME]}'" for name in sorted(extra)[:10])
                 which = f"query parameters {names} are" if len(extra) > 1 else f"query parameter {names} is"
                 raise BadRequestProblem(detail=f"{which} not defined for this operation")
+        # ``?limit=5&limit=50`` would silently mean the last one; only array filters repeat. Connexion's
+        # ``query_params`` has already folded repeats, so the raw query string is read again.
+        raw = QueryParams(request.scope.get("query_string", b""))
+        for param in self.parameters.get("query", []):
+            name = param["name"]
+            if param.get("schema", param).get("type") != "array" and len(raw.getlist(name)) > 1:
+                raise BadRequestProblem(detail=f"{_parameter('query', name)}: is given more than once")
         super().validate_request(request)
 
 
