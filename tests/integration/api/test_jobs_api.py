@@ -162,6 +162,42 @@ async def test_a_job_whose_message_uses_a_field_the_snapshot_lacks_is_refused(tm
         expect(accepted, 201)
 
 
+async def test_keeping_response_bodies_needs_a_message_that_reads_them(tmp_path: Path) -> None:
+    # Before, the job was accepted and every Run's results silently held a summary only.
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        world = await job_world(app, ws)
+        url = ws_url(ws, "jobs")
+        keep = {"result": {"saveResponseBody": True}}
+
+        refused = await app.client.post(url, headers=app.admin(), json=job_body(world, policies=keep))
+
+        assert await _errors(refused) == [("/policies/result/saveResponseBody", "RESPONSE_BODY_NOT_READ")]
+        assert "set saveResponseBody to true" in refused.json()["errors"][0]["message"]
+        expect(
+            await app.client.post(
+                ws_url(ws, "messages", world["messageId"], "revisions"),
+                headers=app.admin(),
+                json={"content": {**HTTP_CONTENT, "saveResponseBody": True}, "basedOnRevision": 1},
+            ),
+            201,
+        )
+        kept = expect(
+            await app.client.post(
+                url, headers=app.admin(), json=job_body(world, policies=keep, messageRevision=2)
+            ),
+            201,
+        )
+        assert kept["policies"]["result"]["saveResponseBody"] is True
+        # Going back to the revision that reads nothing is refused the same way.
+        back = await app.client.put(
+            ws_url(ws, "jobs", kept["id"]),
+            headers=app.admin(),
+            json=job_body(world, policies=keep, messageRevision=1, version=1),
+        )
+        assert await _errors(back) == [("/policies/result/saveResponseBody", "RESPONSE_BODY_NOT_READ")]
+
+
 async def test_referenced_resources_cannot_be_deleted_until_the_job_is_gone(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

@@ -28,7 +28,7 @@ class ResultPolicy(BaseModel):
     """
     ResultPolicy
     """ # noqa: E501
-    save_response_body: Optional[StrictBool] = Field(default=False, alias="saveResponseBody")
+    save_response_body: Optional[StrictBool] = Field(default=False, description="Keep each vendor response body in the Run's results (masked, cut at responseBodyMaxBytes and marked when cut). Only a body the provider read is kept: a provider whose descriptor has the responseBody capability, and for the HTTP provider a message whose content sets saveResponseBody too. The message decides what is read from the vendor, the job what the Run keeps; by default neither does, and results hold a summary only. A job asking to keep bodies that its provider or message revision never reads is refused (RESPONSE_BODY_NOT_READ on this field).", alias="saveResponseBody")
     response_body_max_bytes: Optional[Annotated[int, Field(le=1048576, strict=True, ge=0)]] = Field(default=None, alias="responseBodyMaxBytes", json_schema_extra={"examples": [4096]})
     __properties: ClassVar[List[str]] = ["saveResponseBody", "responseBodyMaxBytes"]
 

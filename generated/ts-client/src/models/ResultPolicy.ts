@@ -20,7 +20,7 @@ import { mapValues } from '../runtime';
  */
 export interface ResultPolicy {
     /**
-     * 
+     * Keep each vendor response body in the Run's results (masked, cut at responseBodyMaxBytes and marked when cut). Only a body the provider read is kept: a provider whose descriptor has the responseBody capability, and for the HTTP provider a message whose content sets saveResponseBody too. The message decides what is read from the vendor, the job what the Run keeps; by default neither does, and results hold a summary only. A job asking to keep bodies that its provider or message revision never reads is refused (RESPONSE_BODY_NOT_READ on this field).
      */
     saveResponseBody?: boolean;
     /**

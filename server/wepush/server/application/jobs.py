@@ -18,6 +18,7 @@ from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._job_policies import policies_from_request
+from wepush.server.application._job_response_bodies import response_bodies_unread
 from wepush.server.application._job_variables import template_variables
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
@@ -109,7 +110,11 @@ def _variables_missing(
 
 
 async def _check_references(
-    uow: UnitOfWork, workspace_id: str, definition: JobDefinition, catalog: ProviderCatalog
+    uow: UnitOfWork,
+    workspace_id: str,
+    definition: JobDefinition,
+    catalog: ProviderCatalog,
+    policies: JsonObject,
 ) -> str:
     """The provider shared by account and message, or :class:`ValidationFailed` naming every bad field."""
     issues: list[FieldIssue] = []
@@ -158,6 +163,9 @@ async def _check_references(
         unknown = _variables_missing(catalog, account.provider_id, revision, snapshot)
         if unknown is not None:
             issues.append(unknown)
+        unread = response_bodies_unread(catalog, account.provider_id, revision, policies)
+        if unread is not None:
+            issues.append(unread)
     if issues or account is None:
         raise ValidationFailed("The job's references are invalid.", issues)
     return account.provider_id
@@ -233,7 +241,9 @@ class JobService:
 
                 async def create_job() -> Outcome:
                     await ensure_workspace(uow, principal, workspace_id)
-                    provider_id = await _check_references(uow, workspace_id, definition, self._deps.catalog)
+                    provider_id = await _check_references(
+                        uow, workspace_id, definition, self._deps.catalog, policies
+                    )
                     job = await uow.jobs.add(
                         Job(
                             workspace_id=workspace_id,
@@ -286,7 +296,7 @@ class JobService:
         async with self._deps.uow() as uow:
             await ensure_workspace(uow, principal, workspace_id)
             current = await uow.jobs.get(workspace_id, job_id)
-            provider_id = await _check_references(uow, workspace_id, definition, self._deps.catalog)
+            provider_id = await _check_references(uow, workspace_id, definition, self._deps.catalog, policies)
             replacement = dataclasses.replace(
                 current,
                 name=definition.name,

@@ -1144,7 +1144,10 @@ class ResultPolicy(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    saveResponseBody: bool = False
+    saveResponseBody: bool = Field(
+        False,
+        description="Keep each vendor response body in the Run's results (masked, cut at responseBodyMaxBytes and marked when cut). Only a body the provider read is kept: a provider whose descriptor has the responseBody capability, and for the HTTP provider a message whose content sets saveResponseBody too. The message decides what is read from the vendor, the job what the Run keeps; by default neither does, and results hold a summary only. A job asking to keep bodies that its provider or message revision never reads is refused (RESPONSE_BODY_NOT_READ on this field).",
+    )
     responseBodyMaxBytes: int | None = Field(None, examples=[4096], ge=0, le=1048576)
 
 
