@@ -437,6 +437,40 @@ async def test_a_file_in_the_wrong_form_gets_a_reason_that_names_the_right_one(t
         )
 
 
+async def test_utf8_read_as_gb18030_fails_instead_of_storing_garbled_names(tmp_path: Path) -> None:
+    # Before, 张三 was stored (and would have been sent) as 寮犱笁: every row looked accepted.
+    csv_text = "mobile,name\n13800000001,张三\n13800000002,李四\n"
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+
+        async def uploaded(content: bytes) -> dict[str, Any]:
+            started = await start_import(app, ws, audience["id"], itemIdField="mobile", encoding="gb18030")
+            return expect(await upload(app, ws, audience["id"], started["id"], content), 200)
+
+        plain = await uploaded(csv_text.encode())
+        marked = await uploaded(csv_text.encode("utf-8-sig"))
+        gbk = await uploaded(csv_text.encode("gbk"))
+
+        assert (plain["state"], marked["state"]) == ("FAILED", "FAILED")
+        assert plain["failureReason"].startswith("the file reads as UTF-8")
+        assert marked["failureReason"].startswith("the file is UTF-8 (it starts with a UTF-8 byte-order mark")
+        assert plain["failureReason"].endswith("start a new import with encoding utf-8")
+        assert (gbk["state"], gbk["counts"]["acceptedRows"]) == ("STAGED", 2)
+        preview = expect(
+            await app.client.get(import_url(ws, audience["id"], gbk["id"], "preview"), headers=app.admin()),
+            200,
+        )
+        assert [row["fields"]["name"] for row in preview["accepted"]] == ["张三", "李四"]
+
+        # Past the 64 KiB held back, the first Chinese names fail the import there, and the rows staged
+        # before them count for nothing: no half-garbled audience can be committed.
+        ascii_rows = "".join(f"1370000{n:04d},Ann\n" for n in range(6000))
+        late = await uploaded(f"mobile,name\n{ascii_rows}13900000001,王五\n13900000002,赵六\n".encode())
+        assert (late["state"], late["counts"]["acceptedRows"]) == ("FAILED", 0)
+        assert late["failureReason"] == plain["failureReason"]
+
+
 async def test_a_file_with_old_mac_line_ends_fails_saying_how_to_save_it(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

@@ -256,3 +256,40 @@ def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_told_so() -> None:
 def test_an_unfinished_multi_line_record_is_bounded_too() -> None:
     with pytest.raises(RecordTooLong):
         read(b'a,"' + b"line\n" * 1000 + b'"\n', chunk=256, max_record_chars=1024)
+
+
+CHINESE_NAMES = "mobile,name\n13800000001,张三\n13800000002,李四\n"
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 1 << 16])
+@pytest.mark.parametrize("encoded", [CHINESE_NAMES.encode(), CHINESE_NAMES.encode("utf-8-sig")])
+def test_utf8_read_as_gb18030_is_refused_naming_utf8(encoded: bytes, chunk: int) -> None:
+    # Read as GB18030 these bytes are valid too: 张三 would become 寮犱笁 in every accepted row.
+    with pytest.raises(
+        ContentRejected, match=r"UTF-8 .*, not gb18030: start a new import with encoding utf-8"
+    ):
+        read(encoded, chunk=chunk, encoding="gb18030")
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 1 << 16])
+def test_gbk_read_as_gb18030_is_released_at_its_first_chinese_character(chunk: int) -> None:
+    records = read(CHINESE_NAMES.encode("gbk"), chunk=chunk, encoding="gb18030")
+
+    assert [r.values for r in records][1:] == [["13800000001", "张三"], ["13800000002", "李四"]]
+
+
+def test_utf8_after_a_long_ascii_start_still_fails_a_gb18030_import() -> None:
+    ascii_rows = "".join(f"1380000{n:04d},Ann\n" for n in range(6000)).encode()  # > 64 KiB held back
+    tail = "13900000001,张三\n13900000002,李四\n".encode()
+
+    with pytest.raises(ContentRejected, match="reads as UTF-8"):
+        read(b"mobile,name\n" + ascii_rows + tail, chunk=4096, encoding="gb18030")
+    ascii_only = read(b"mobile,name\n" + ascii_rows, chunk=4096, encoding="gb18030")
+    assert len(ascii_only) == 6001
+
+
+def test_one_utf8_character_is_too_little_evidence_and_stays_a_rejected_row() -> None:
+    # Three non-ASCII bytes prove nothing; decoded as GB18030 they leave a byte that rejects the row.
+    records = read("mobile,name\n13800000001,张\n".encode(), chunk=3, encoding="gb18030")
+
+    assert records[-1].problem == "INVALID_ENCODING"

@@ -14,7 +14,7 @@
 
 
 /**
- * Text encoding of the uploaded content. A leading byte-order mark is dropped with every encoding (utf-8-sig is the same as utf-8); gb18030 also reads GBK and GB2312 files (what spreadsheet programs on Chinese systems save as CSV); utf-16 reads what Excel saves as Unicode Text (tab-separated, so set the delimiter to a tab), in the byte order its byte-order mark gives, little-endian without one unless its first two characters are plainly big-endian. A file that starts with a UTF-16 byte-order mark, or whose first characters alternate with NUL bytes, fails an import of another encoding, naming utf-16. Recipients are stored as Unicode either way; a byte the encoding cannot decode rejects only the row it is on (INVALID_ENCODING).
+ * Text encoding of the uploaded content. A leading byte-order mark is dropped with every encoding (utf-8-sig is the same as utf-8); gb18030 also reads GBK and GB2312 files (what spreadsheet programs on Chinese systems save as CSV); utf-16 reads what Excel saves as Unicode Text (tab-separated, so set the delimiter to a tab), in the byte order its byte-order mark gives, little-endian without one unless its first two characters are plainly big-endian. A file that starts with a UTF-16 byte-order mark, or whose first characters alternate with NUL bytes, fails an import of another encoding, naming utf-16. A gb18030 import of a file that reads as UTF-8 (UTF-8's byte-order mark, or non-ASCII bytes that all form UTF-8 characters) fails naming utf-8, since read as GB18030 its text would be garbled without any row showing it. Recipients are stored as Unicode either way; a byte the encoding cannot decode rejects only the row it is on (INVALID_ENCODING).
  * @export
  */
 export const AudienceImportEncoding = {

@@ -12,6 +12,14 @@ U+xx00, which no real header or first value starts with).
 A file that starts with a UTF-16 mark is never text in the other encodings (in UTF-8 and GB18030 0xFF
 cannot start a character), and neither is one whose first characters alternate with NUL bytes (no text
 file holds NULs), so both are refused with the setting to choose rather than rejected row by row.
+
+UTF-8 read as GB18030 is the one mistake no row would show: nearly every UTF-8 byte sequence is also
+valid GB18030, so 张三 would be stored as 寮犱笁 and sent to every recipient that way. Real GBK or
+GB18030 text, on the other hand, almost never is valid UTF-8 (its second bytes fall outside UTF-8's
+continuation range within a character or two). So a gb18030 import holds back the file's first 64 KiB:
+when their non-ASCII bytes all form UTF-8 characters (a UTF-8 byte-order mark included, as Excel's
+"CSV UTF-8" saves) the import fails naming utf-8; the first byte that is not UTF-8 releases the text.
+A start of ASCII alone is released and the rest watched, so UTF-8 after it fails the import there.
 """
 
 from __future__ import annotations
@@ -30,6 +38,12 @@ _MARK_BYTES: Final = 2
 _GZIP_MAGIC: Final = b"\x1f\x8b\x08"
 #: Enough of the file's start to see both a byte-order mark and two unmarked UTF-16 code units.
 _SNIFF_BYTES: Final = 4
+_GB18030: Final = "gb18030"
+#: How much of a gb18030 import is held back to tell UTF-8 from GB18030.
+_UTF8_PROBE_BYTES: Final = 64 * 1024
+#: Non-ASCII bytes that must all form UTF-8 before a file is taken for UTF-8: two CJK characters.
+_UTF8_EVIDENCE_BYTES: Final = 6
+_ASCII: Final = bytes(range(0x80))
 
 
 def _mark_undecodable(error: UnicodeError) -> tuple[str, int]:
@@ -50,6 +64,7 @@ class ImportText:
         self._encoding = encoding
         self._decoder: codecs.IncrementalDecoder | None = None
         self._head = b""
+        self._probe: _Utf8Probe | None = None
 
     def decode(self, data: bytes, *, final: bool = False) -> str:
         if self._decoder is None:
@@ -57,7 +72,17 @@ class ImportText:
             if len(self._head) < _SNIFF_BYTES and not final:
                 return ""
             data, self._head = self._head, b""
-            self._decoder = codecs.getincrementaldecoder(self._codec(data[:_SNIFF_BYTES]))(_UNDECODABLE)
+            codec = self._codec(data[:_SNIFF_BYTES])
+            self._decoder = codecs.getincrementaldecoder(codec)(_UNDECODABLE)
+            if codec == _GB18030:
+                self._probe = _Utf8Probe()
+        if self._probe is not None:
+            released = self._probe.hold(data, final=final)
+            if released is None:
+                return ""
+            if self._probe.settled:
+                self._probe = None
+            data = released
         return self._decoder.decode(data, final)
 
     def _codec(self, start: bytes) -> str:
@@ -93,3 +118,55 @@ def _unmarked_utf16(start: bytes) -> str | None:
     if high_first:
         return "utf-16-be"
     return "utf-16-le" if low_first else None
+
+
+class _Utf8Probe:
+    """Holds a gb18030 file's start back until it is plainly not UTF-8, or refuses it as UTF-8.
+
+    A start of ASCII alone settles nothing: it is released, and the rest of the file is watched (not
+    held) until its first non-ASCII bytes decide, failing the import there if they are UTF-8.
+    """
+
+    def __init__(self) -> None:
+        self._held: list[bytes] | None = []
+        self._size = 0
+        self._non_ascii = 0
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self.settled = False
+
+    def hold(self, data: bytes, *, final: bool) -> bytes | None:
+        """``None`` while the start is held back, else what to decode now as GB18030."""
+        if self._held is None:
+            self._watch(data, final)
+            return data
+        self._held.append(data)
+        self._size += len(data)
+        self._watch(data, final, start=False)
+        if not self.settled and not final and self._size < _UTF8_PROBE_BYTES:
+            return None
+        start, self._held = b"".join(self._held), None
+        if not self.settled and start.startswith(codecs.BOM_UTF8):
+            raise ContentRejected(
+                'the file is UTF-8 (it starts with a UTF-8 byte-order mark, as Excel\'s "CSV UTF-8" '
+                "saves), not gb18030: start a new import with encoding utf-8"
+            )
+        self._conclude()
+        return start
+
+    def _watch(self, data: bytes, final: bool, *, start: bool = True) -> None:
+        try:
+            self._utf8.decode(data, final)
+        except UnicodeDecodeError:
+            self.settled = True  # a byte UTF-8 does not allow: GB18030 it is
+            return
+        self._non_ascii += len(data.translate(None, _ASCII))
+        if start:
+            self._conclude()
+
+    def _conclude(self) -> None:
+        if self.settled or self._non_ascii < _UTF8_EVIDENCE_BYTES:
+            return
+        raise ContentRejected(
+            "the file reads as UTF-8 (every non-ASCII byte in it so far forms a UTF-8 character), not "
+            "gb18030: start a new import with encoding utf-8"
+        )
