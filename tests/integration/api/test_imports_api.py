@@ -471,6 +471,52 @@ async def test_utf8_read_as_gb18030_fails_instead_of_storing_garbled_names(tmp_p
         assert late["failureReason"] == plain["failureReason"]
 
 
+async def test_a_charset_the_import_does_not_read_is_refused_before_anything_is_read(tmp_path: Path) -> None:
+    csv_text = "mobile,name\n13800000001,张三\n"
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        gb = await start_import(app, ws, audience["id"], itemIdField="mobile", encoding="gb18030")
+
+        refused = await upload(
+            app, ws, audience["id"], gb["id"], csv_text.encode(), media_type="text/csv; charset=UTF-8"
+        )
+
+        assert refused.status_code == 415
+        problem = refused.json()
+        assert [(e["field"], e["code"]) for e in problem["errors"]] == [("Content-Type", "CHARSET_MISMATCH")]
+        assert (
+            "declares charset=utf-8, but this import reads gb18030: start a new import with encoding utf-8"
+            in (problem["detail"])
+        )
+        # Nothing was read: the import still takes its file, here with a charset that agrees.
+        agreed = await upload(
+            app, ws, audience["id"], gb["id"], csv_text.encode("gbk"), media_type='text/csv; charset="GBK"'
+        )
+        assert (expect(agreed, 200)["state"], agreed.json()["counts"]["acceptedRows"]) == ("STAGED", 1)
+
+        for charset, says in (
+            ("iso-8859-1", "imports read utf-8, gb18030 (GBK, GB2312) and utf-16 files"),
+            ("x-no-such", "which is no text encoding the Service knows"),
+        ):
+            started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+            other = await upload(
+                app,
+                ws,
+                audience["id"],
+                started["id"],
+                b"mobile\n1\n",
+                media_type=f"text/csv; charset={charset}",
+            )
+            assert other.status_code == 415
+            assert says in other.json()["detail"]
+        plain = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        utf8 = await upload(
+            app, ws, audience["id"], plain["id"], csv_text.encode(), media_type="text/csv;charset=utf-8"
+        )
+        assert expect(utf8, 200)["state"] == "STAGED"
+
+
 async def test_a_file_with_old_mac_line_ends_fails_saying_how_to_save_it(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

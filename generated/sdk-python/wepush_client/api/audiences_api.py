@@ -4843,7 +4843,7 @@ class AudiencesApi:
     ) -> AudienceImport:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send).
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send). A charset parameter of the media type is optional; one that the import's encoding does not read (charset=utf-8 for a gb18030 import) is refused with 415 CHARSET_MISMATCH on Content-Type before anything is read.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -4935,7 +4935,7 @@ class AudiencesApi:
     ) -> ApiResponse[AudienceImport]:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send).
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send). A charset parameter of the media type is optional; one that the import's encoding does not read (charset=utf-8 for a gb18030 import) is refused with 415 CHARSET_MISMATCH on Content-Type before anything is read.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -5027,7 +5027,7 @@ class AudiencesApi:
     ) -> RESTResponseType:
         """Upload the import file and stage its rows
 
-        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send).
+        Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import's format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send). A charset parameter of the media type is optional; one that the import's encoding does not read (charset=utf-8 for a gb18030 import) is refused with 415 CHARSET_MISMATCH on Content-Type before anything is read.
 
         :param workspace_id: (required)
         :type workspace_id: str

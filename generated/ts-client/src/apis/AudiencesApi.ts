@@ -1463,7 +1463,7 @@ export class AudiencesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import\'s format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send).
+     * Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import\'s format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send). A charset parameter of the media type is optional; one that the import\'s encoding does not read (charset=utf-8 for a gb18030 import) is refused with 415 CHARSET_MISMATCH on Content-Type before anything is read.
      * Upload the import file and stage its rows
      */
     async uploadAudienceImportContentRaw(requestParameters: UploadAudienceImportContentRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<AudienceImport>> {
@@ -1474,7 +1474,7 @@ export class AudiencesApi extends runtime.BaseAPI {
     }
 
     /**
-     * Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import\'s format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send).
+     * Streams the body into staging, validating and de-duplicating rows. Only allowed in state CREATED (otherwise 409 IMPORT_STATE_CONFLICT). Size, row, column and field limits yield 413. The body may be compressed (Content-Encoding gzip or deflate); the limits apply to the decompressed file. The import\'s format decides how the file is read, whatever its media type (application/vnd.ms-excel is what browsers on Windows call a .csv file, application/octet-stream what generic tools send). A charset parameter of the media type is optional; one that the import\'s encoding does not read (charset=utf-8 for a gb18030 import) is refused with 415 CHARSET_MISMATCH on Content-Type before anything is read.
      * Upload the import file and stage its rows
      */
     async uploadAudienceImportContent(requestParameters: UploadAudienceImportContentRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<AudienceImport> {

@@ -164,6 +164,7 @@ async def upload_audience_import_content(
         import_id,
         _body_chunks(),
         content_encoding=request.headers.get("content-encoding"),
+        content_type=request.headers.get("content-type"),
         trace_id=current_trace_id(),
     )
     return json_response(render_import(staged))

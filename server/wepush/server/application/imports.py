@@ -20,6 +20,7 @@ from typing import Final
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
+from wepush.server.application._import_charset import check_declared_charset
 from wepush.server.application._import_coding import ContentCoding, content_coding, decoded
 from wepush.server.application._import_errors import ContentRejected, ImportLimitError, UploadTooLarge
 from wepush.server.application._import_receiving import (
@@ -258,12 +259,14 @@ class ImportService:
         chunks: AsyncIterator[bytes],
         *,
         content_encoding: str | None = None,
+        content_type: str | None = None,
         trace_id: str | None = None,
     ) -> AudienceImport:
         """Stage the body and return the import STAGED (with counts) or FAILED (with the reason).
 
         ``content_encoding``: the body's HTTP ``Content-Encoding``; the file's limits apply to it once
-        decompressed. An unsupported one is refused (415) while the import still waits for content."""
+        decompressed. An unsupported one is refused (415) while the import still waits for content, and
+        so is a ``charset`` in ``content_type`` that the import's encoding does not read."""
         await authorize_audited(
             self._deps,
             principal,
@@ -275,7 +278,7 @@ class ImportService:
             trace_id=trace_id,
         )
         coding = content_coding(content_encoding)
-        claimed = await self._claim(principal, workspace_id, audience_id, import_id)
+        claimed = await self._claim(principal, workspace_id, audience_id, import_id, content_type)
         settings = ImportSettings.from_options(claimed.format, claimed.options)
         try:
             async with receiving(self._deps.uow, import_id, self._deps.clock, self._deps.receiving) as lease:
@@ -360,13 +363,21 @@ class ImportService:
         return staged
 
     async def _claim(
-        self, principal: Principal, workspace_id: str, audience_id: str, import_id: str
+        self,
+        principal: Principal,
+        workspace_id: str,
+        audience_id: str,
+        import_id: str,
+        content_type: str | None,
     ) -> AudienceImport:
         now = self._deps.clock()
         async with self._deps.uow() as uow:
             found = await self._import_of(uow, principal, workspace_id, audience_id, import_id)
             state = _effective(found, now).state
             if state is ImportState.CREATED:
+                check_declared_charset(
+                    content_type, ImportSettings.from_options(found.format, found.options).encoding
+                )
                 try:
                     return await uow.audience_imports.update(
                         dataclasses.replace(
