@@ -30,13 +30,9 @@ from wepush.agent.engine import SecretNotFoundError, SecretRef
 from wepush.server.application.accounts import AccountSecretResolver
 
 
-def _two_secret_account(base_url: str = "https://api.example.com") -> dict[str, object]:
-    body = http_account(base_url=base_url)
-    body["secrets"] = {
-        "http-account-token": {"operation": "REPLACE", "value": SECRET_VALUE},
-        "spare": {"operation": "REPLACE", "value": OTHER_SECRET_VALUE},
-    }
-    return body
+def _basic(config: dict[str, Any], password: str = "password") -> dict[str, Any]:
+    """The same account with BASIC auth, whose password is the secret ``password``."""
+    return {**config, "auth": {"type": "BASIC", "username": "orders", "password": {"$secret": password}}}
 
 
 async def _resolver(app: RunningApp, workspace_id: str, account_id: str) -> AccountSecretResolver:
@@ -52,44 +48,91 @@ async def _reveal(resolver: AccountSecretResolver, name: str) -> str:
 async def test_keep_retains_omitted_removes_and_replace_rotates(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)
-        created = await create_account(app, ws, _two_secret_account())
-        assert set(created["secrets"]) == {"http-account-token", "spare"}
+        created = await create_account(app, ws, http_account())
         url = accounts_url(ws, created["id"])
+
+        # Switching to BASIC auth: the new password is sent, the bearer token left out is removed.
+        switched = await app.client.put(
+            url,
+            headers=app.admin(),
+            json={
+                "name": created["name"],
+                "config": _basic(created["config"]),
+                "secrets": {"password": {"operation": "REPLACE", "value": OTHER_SECRET_VALUE}},
+                "version": 1,
+            },
+        )
+        assert switched.status_code == 200, switched.text
+        assert set(switched.json()["secrets"]) == {"password"}
+        resolver = await _resolver(app, ws, created["id"])
+        assert resolver.names == {"password"}
 
         kept = await app.client.put(
             url,
             headers=app.admin(),
             json={
                 "name": created["name"],
-                "config": created["config"],
-                "secrets": {"http-account-token": {"operation": "KEEP"}},
-                "version": 1,
+                "config": {**switched.json()["config"], "requestTimeout": "PT9S"},
+                "secrets": {"password": {"operation": "KEEP"}},
+                "version": 2,
             },
         )
         assert kept.status_code == 200, kept.text
-        # The omitted secret is removed; the kept one is untouched (same change time, same value).
-        assert kept.json()["secrets"] == {"http-account-token": created["secrets"]["http-account-token"]}
-        resolver = await _resolver(app, ws, created["id"])
-        assert resolver.names == {"http-account-token"}
-        assert await _reveal(resolver, "http-account-token") == SECRET_VALUE
+        # The kept one is untouched (same change time, same value).
+        assert kept.json()["secrets"] == switched.json()["secrets"]
+        assert await _reveal(await _resolver(app, ws, created["id"]), "password") == OTHER_SECRET_VALUE
 
         replaced = await app.client.put(
             url,
             headers=app.admin(),
             json={
                 "name": created["name"],
-                "config": created["config"],
-                "secrets": {"http-account-token": {"operation": "REPLACE", "value": OTHER_SECRET_VALUE}},
-                "version": 2,
+                "config": kept.json()["config"],
+                "secrets": {"password": {"operation": "REPLACE", "value": SECRET_VALUE}},
+                "version": 3,
             },
         )
         assert replaced.status_code == 200, replaced.text
-        resolver = await _resolver(app, ws, created["id"])
-        assert await _reveal(resolver, "http-account-token") == OTHER_SECRET_VALUE
+        assert await _reveal(await _resolver(app, ws, created["id"]), "password") == SECRET_VALUE
         async with uow(app)(read_only=True) as tx:
             records = await tx.secret_records.list_for_owner(ws, "ACCOUNT", created["id"])
         # A replacement is a new record version, so the old ciphertext can never be put back.
-        assert [(r.name, r.record_version) for r in records] == [("http-account-token", 2)]
+        assert [(r.name, r.record_version) for r in records] == [("password", 2)]
+
+
+async def test_a_secret_the_configuration_does_not_reference_is_refused(tmp_path: Path) -> None:
+    # Before, a misspelt or forgotten reference left the secret stored where nothing would ever use it.
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        body = http_account()
+        body["secrets"]["spare"] = {"operation": "REPLACE", "value": OTHER_SECRET_VALUE}
+
+        refused = await app.client.post(accounts_url(ws), headers=app.admin(), json=body)
+
+        assert refused.status_code == 400, refused.text
+        assert [(e["field"], e["code"]) for e in refused.json()["errors"]] == [
+            ("/secrets/spare", "SECRET_NOT_REFERENCED")
+        ]
+        assert OTHER_SECRET_VALUE not in refused.text
+        created = await create_account(app, ws, http_account())
+        # KEEP of a secret the new configuration no longer uses is refused too: leaving it out deletes it.
+        kept_unused = await app.client.put(
+            accounts_url(ws, created["id"]),
+            headers=app.admin(),
+            json={
+                "name": created["name"],
+                "config": _basic(created["config"]),
+                "secrets": {
+                    "password": {"operation": "REPLACE", "value": OTHER_SECRET_VALUE},
+                    "http-account-token": {"operation": "KEEP"},
+                },
+                "version": 1,
+            },
+        )
+        assert [(e["field"], e["code"]) for e in kept_unused.json()["errors"]] == [
+            ("/secrets/http-account-token", "SECRET_NOT_REFERENCED")
+        ]
+        assert await _reveal(await _resolver(app, ws, created["id"]), "http-account-token") == SECRET_VALUE
 
 
 async def test_pointing_an_account_elsewhere_needs_its_kept_secrets_sent_again(tmp_path: Path) -> None:
@@ -98,9 +141,9 @@ async def test_pointing_an_account_elsewhere_needs_its_kept_secrets_sent_again(t
     async with service(tmp_path) as app:
         ws = await default_workspace(app)
         operator = await issue_token(app, ws, "OPERATOR")
-        created = await create_account(app, ws, _two_secret_account())
+        created = await create_account(app, ws, http_account())
         url = accounts_url(ws, created["id"])
-        keep_both = {"http-account-token": {"operation": "KEEP"}, "spare": {"operation": "KEEP"}}
+        keep_token = {"http-account-token": {"operation": "KEEP"}}
 
         async def put(config: dict[str, Any], secrets: dict[str, Any], version: int) -> httpx.Response:
             return await app.client.put(
@@ -115,19 +158,18 @@ async def test_pointing_an_account_elsewhere_needs_its_kept_secrets_sent_again(t
             {"tlsVerify": False},
             {"allowRedirects": True},
         ):
-            refused = await put({**created["config"], **moved}, keep_both, 1)
+            refused = await put({**created["config"], **moved}, keep_token, 1)
             assert refused.status_code == 400, refused.text
             problem = refused.json()
             assert [(e["field"], e["code"]) for e in problem["errors"]] == [
                 ("/secrets/http-account-token", "SECRET_REENTRY_REQUIRED"),
-                ("/secrets/spare", "SECRET_REENTRY_REQUIRED"),
             ]
             assert f"config/{next(iter(moved))}" in problem["errors"][0]["message"]
         resolver = await _resolver(app, ws, created["id"])
         assert await _reveal(resolver, "http-account-token") == SECRET_VALUE
 
         # A change that keeps the destination may KEEP; a move that sends the secrets again is accepted.
-        timeout = await put({**created["config"], "requestTimeout": "PT9S"}, keep_both, 1)
+        timeout = await put({**created["config"], "requestTimeout": "PT9S"}, keep_token, 1)
         assert timeout.status_code == 200, timeout.text
         moved_with_secrets = await put(
             {**created["config"], "baseUrl": "https://api2.example.com"},
@@ -221,7 +263,7 @@ async def test_secret_values_never_leave_the_service(
     ):
         ws = await default_workspace(app)
         headers = {**app.admin(), "Idempotency-Key": "secret-flow-1"}
-        body = _two_secret_account(vendor.base_url)
+        body = http_account(base_url=vendor.base_url)
         first = await app.client.post(accounts_url(ws), headers=headers, json=body)
         responses.append(first)
         responses.append(await app.client.post(accounts_url(ws), headers=headers, json=body))

@@ -40,7 +40,7 @@ export interface AccountUpdate {
      */
     config: { [key: string]: any; };
     /**
-     * Secret name → write operation. On update, a configured secret absent from this map is removed; send KEEP to retain it without resending the value.
+     * Secret name → write operation. On update, a configured secret absent from this map is removed; send KEEP to retain it without resending the value. Every name must be referenced by a {"$secret": name} in config (SECRET_NOT_REFERENCED otherwise), so nothing is stored that no configuration would ever use.
      */
     secrets?: { [key: string]: SecretWrite; };
     /**

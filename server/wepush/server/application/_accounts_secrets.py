@@ -28,6 +28,7 @@ __all__ = [
     "SecretWrite",
     "seal_secret_writes",
     "secret_write_issues",
+    "unreferenced_secret_issues",
 ]
 
 ACCOUNT_OWNER: Final = "ACCOUNT"
@@ -55,12 +56,34 @@ def secret_type(name: str) -> str:
     return name
 
 
+def _where(name: str) -> str:
+    return f"/secrets/{name.replace('~', '~0').replace('/', '~1')}"
+
+
+def unreferenced_secret_issues(
+    writes: Mapping[str, SecretWrite], referenced: Iterable[str]
+) -> list[FieldIssue]:
+    """A secret no ``{"$secret": name}`` of the configuration uses would be stored for nothing (usually a
+    misspelt name, or a reference forgotten): refused rather than kept where nobody can see it."""
+    used = set(referenced)
+    return [
+        FieldIssue(
+            _where(name),
+            "SECRET_NOT_REFERENCED",
+            'no {"$secret": ...} in the configuration names it: reference it, or leave it out (a stored '
+            "secret left out is deleted)",
+        )
+        for name in sorted(writes)
+        if name not in used
+    ]
+
+
 def secret_write_issues(writes: Mapping[str, SecretWrite], existing: Iterable[str]) -> list[FieldIssue]:
     """Names must be short printable text; KEEP needs something to keep."""
     stored = set(existing)
     issues: list[FieldIssue] = []
     for name, write in writes.items():
-        where = f"/secrets/{name.replace('~', '~0').replace('/', '~1')}"
+        where = _where(name)
         if not 1 <= len(name) <= MAX_SECRET_NAME_CHARS or not name.isprintable():
             issues.append(
                 FieldIssue(where, "INVALID_NAME", f"must be 1..{MAX_SECRET_NAME_CHARS} printable characters")

@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from wepush.agent.engine import ConfigDocument, ProviderDescriptor, ProviderFactory
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.server.application._accounts_schema import SchemaValidators, secret_references
-from wepush.server.application._accounts_secrets import SecretKeep, SecretWrite, secret_write_issues
+from wepush.server.application._accounts_secrets import (
+    SecretKeep,
+    SecretWrite,
+    secret_write_issues,
+    unreferenced_secret_issues,
+)
 from wepush.server.application.errors import (
     FieldIssue,
     ProviderConfigInvalid,
@@ -81,7 +86,9 @@ class AccountProvider:
         issues.extend(secret_write_issues(writes, stored))
         # KEEP of an unknown name is already an issue above; it does not make the name configured.
         configured = {name for name in writes if name in stored or not isinstance(writes[name], SecretKeep)}
+        referenced: set[str] = set()
         for pointer, name in secret_references(config):
+            referenced.add(name)
             if name not in configured:
                 issues.append(
                     FieldIssue(
@@ -90,6 +97,7 @@ class AccountProvider:
                         f"references the secret {name!r}, which is not configured in 'secrets'",
                     )
                 )
+        issues.extend(unreferenced_secret_issues(writes, referenced))
         if issues:
             raise ValidationFailed("The account configuration is invalid.", issues)
         result = self.factory.validate_account(account_document(self.descriptor, self.schema_version, config))

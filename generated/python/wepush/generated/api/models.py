@@ -2608,7 +2608,7 @@ class SchedulePage(BaseModel):
 
 class AccountSecretWrites(RootModel[dict[str, SecretReplace | SecretKeep]]):
     """
-    Secret name → write operation. On update, a configured secret absent from this map is removed; send KEEP to retain it without resending the value.
+    Secret name → write operation. On update, a configured secret absent from this map is removed; send KEEP to retain it without resending the value. Every name must be referenced by a {"$secret": name} in config (SECRET_NOT_REFERENCED otherwise), so nothing is stored that no configuration would ever use.
     """
 
     root: dict[str, SecretReplace | SecretKeep] = Field(..., max_length=64)
