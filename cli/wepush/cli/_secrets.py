@@ -30,7 +30,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """A precondition the operator has to fix; the message says what."""
 
 
@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         report = asyncio.run(action(config, args))
-    except (_Refused, MasterKeyError) as exc:
+    except (Refused, MasterKeyError) as exc:
         sys.stderr.write(f"wepush secrets {args.secrets_command}: {exc}\n")
         return EXIT_FAILED
     sys.stdout.write(report + "\n")
@@ -72,21 +72,21 @@ def _run(args: argparse.Namespace) -> int:
 
 def _key_file(config: ServiceConfig) -> Path:
     if config.secrets.master_key_env:
-        raise _Refused(
+        raise Refused(
             f"the master key ring comes from the environment variable {config.secrets.master_key_env}; "
             "change it where it is kept, restart the Service, then run 'wepush secrets rewrap'"
         )
     if not config.secrets.master_key_file.exists():
-        raise _Refused(f"master key file {config.secrets.master_key_file} does not exist")
+        raise Refused(f"master key file {config.secrets.master_key_file} does not exist")
     return config.secrets.master_key_file
 
 
-def _load_ring(config: ServiceConfig) -> MasterKeyRing:
+def load_ring(config: ServiceConfig) -> MasterKeyRing:
     from wepush.server.composition._service import load_key_ring
 
     if config.secrets.master_key_env is None and not config.secrets.master_key_file.exists():
         # Creating a key here would hide a lost one: secrets sealed under it could never be opened.
-        raise _Refused(
+        raise Refused(
             f"master key file {config.secrets.master_key_file} does not exist (the Service creates it on "
             "its first start; restore it from a backup if it was lost)"
         )
@@ -104,7 +104,7 @@ async def _with_rewrap(
     from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
     if not await is_up_to_date_async(config.database.url):
-        raise _Refused("the database schema is not at the current revision; run 'wepush migrate' first")
+        raise Refused("the database schema is not at the current revision; run 'wepush migrate' first")
     engine = create_database(config.database.url)
     try:
         store = LocalEnvelopeSecretStore(ring)
@@ -123,7 +123,7 @@ def _usage(ring: MasterKeyRing, usage: dict[int, int]) -> str:
 
 
 async def _status(config: ServiceConfig, _args: argparse.Namespace) -> str:
-    ring = _load_ring(config)
+    ring = load_ring(config)
 
     async def report(rewrap: MasterKeyRewrap) -> str:
         return _usage(ring, await rewrap.usage())
@@ -132,7 +132,7 @@ async def _status(config: ServiceConfig, _args: argparse.Namespace) -> str:
 
 
 async def _rewrap(config: ServiceConfig, _args: argparse.Namespace) -> str:
-    ring = _load_ring(config)
+    ring = load_ring(config)
 
     async def run(rewrap: MasterKeyRewrap) -> str:
         done = await rewrap.rewrap_all(ring.active_version)
@@ -143,7 +143,7 @@ async def _rewrap(config: ServiceConfig, _args: argparse.Namespace) -> str:
 
 async def _rotate(config: ServiceConfig, _args: argparse.Namespace) -> str:
     path = _key_file(config)
-    ring = _load_ring(config)
+    ring = load_ring(config)
     version = ring.rotate()
     # The file first: every secret re-wrapped below must be readable with what the file holds.
     ring.save(path)
@@ -160,15 +160,15 @@ async def _rotate(config: ServiceConfig, _args: argparse.Namespace) -> str:
 
 async def _retire(config: ServiceConfig, args: argparse.Namespace) -> str:
     path = _key_file(config)
-    ring = _load_ring(config)
+    ring = load_ring(config)
     retired = int(args.version)
     if retired == ring.active_version:
-        raise _Refused(f"master key version {retired} is active; rotate to a new version first")
+        raise Refused(f"master key version {retired} is active; rotate to a new version first")
 
     async def run(rewrap: MasterKeyRewrap) -> str:
         usage = await rewrap.usage()
         if usage.get(retired, 0):
-            raise _Refused(
+            raise Refused(
                 f"{usage[retired]} secrets are still wrapped by master key version {retired}; "
                 "run 'wepush secrets rewrap' first"
             )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from wepush.cli._plugin import add_plugin_commands
 from wepush.cli._secrets import add_secrets_commands
+from wepush.cli._tokens import add_token_commands
 from wepush.cli._version import product_version
 
 EXIT_USAGE = 2
@@ -72,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     secrets = commands.add_parser("secrets", help="rotate the master key and re-wrap secrets")
     add_secrets_commands(secrets)
+
+    token = commands.add_parser("token", help="issue a SYSTEM_ADMIN API token at the host")
+    add_token_commands(token)
 
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(handler=_version)

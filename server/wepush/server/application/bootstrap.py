@@ -9,6 +9,7 @@ on the unique secret record; the loser reads the winner's key.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from wepush.server.domain import (
     NameAlreadyUsed,
     PageRequest,
     SecretRecord,
+    UnitOfWork,
     UnitOfWorkFactory,
     Workspace,
     WorkspaceRole,
@@ -132,6 +134,76 @@ class SystemBootstrap:
             confirmation_key=await self._system_key(workspace_id, "confirmation-key"),
         )
 
+    async def issue_system_admin(
+        self,
+        workspace_id: str,
+        hasher: TokenHasher,
+        deliver: Callable[[str], None],
+        *,
+        name: str,
+        expires_at: datetime | None,
+        actor: Principal,
+    ) -> ApiToken:
+        """Another SYSTEM_ADMIN token, for the operator at the command line (the API issues workspace
+        roles only): to recover when the bootstrap token is lost, or to replace it before revoking it.
+
+        Like the bootstrap token, it is delivered before it is committed, so a token that could not be
+        written anywhere is never valid."""
+        token_id = new_id()
+        async with self._uow() as uow:
+            await self._add_system_admin(
+                uow,
+                hasher,
+                deliver,
+                ApiToken(
+                    id=token_id,
+                    workspace_id=workspace_id,
+                    name=name,
+                    token_hash="",
+                    token_prefix="",
+                    role=WorkspaceRole.ADMIN,
+                    principal_id=token_id,
+                    system_admin=True,
+                    expires_at=expires_at,
+                    created_at=self._clock(),
+                    updated_at=self._clock(),
+                ),
+                actor,
+                "API token created with the SYSTEM_ADMIN role from the command line",
+            )
+        return await self._stored_token(token_id)
+
+    async def _stored_token(self, token_id: str) -> ApiToken:
+        async with self._uow(read_only=True) as uow:
+            return await uow.api_tokens.get(token_id)
+
+    async def _add_system_admin(
+        self,
+        uow: UnitOfWork,
+        hasher: TokenHasher,
+        deliver: Callable[[str], None],
+        token: ApiToken,
+        actor: Principal,
+        summary: str,
+    ) -> None:
+        """Add ``token`` with a freshly issued secret, audit it, and deliver the plaintext, all before the
+        caller's transaction commits (a failed delivery rolls the token back)."""
+        issued = hasher.issue(TokenKind.USER)
+        stored = await uow.api_tokens.add(
+            dataclasses.replace(token, token_hash=issued.hash, token_prefix=issued.prefix_hint)
+        )
+        await self._auditor.record(
+            uow,
+            actor,
+            "token.create",
+            TOKEN_RESOURCE,
+            workspace_id=stored.workspace_id,
+            resource_id=stored.id,
+            fields=["name", "role", *(["expiresAt"] if stored.expires_at else [])],
+            summary=summary,
+        )
+        deliver(issued.plaintext)
+
     async def ensure_bootstrap_admin(
         self, workspace_id: str, hasher: TokenHasher, deliver: Callable[[str], None]
     ) -> bool:
@@ -145,7 +217,6 @@ class SystemBootstrap:
             existing = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=1))
         if existing.items:
             return False
-        issued = hasher.issue(TokenKind.USER)
         now = self._clock()
         async with self._uow() as uow:
             # Instances that start together on an empty database queue on the workspace row, so the
@@ -154,28 +225,22 @@ class SystemBootstrap:
             again = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=1))
             if again.items:
                 return False
-            stored = await uow.api_tokens.add(
+            await self._add_system_admin(
+                uow,
+                hasher,
+                deliver,
                 ApiToken(
                     workspace_id=workspace_id,
                     name="bootstrap-admin",
-                    token_hash=issued.hash,
-                    token_prefix=issued.prefix_hint,
+                    token_hash="",
+                    token_prefix="",
                     role=WorkspaceRole.ADMIN,
                     principal_id=BOOTSTRAP_PRINCIPAL,
                     system_admin=True,
                     created_at=now,
                     updated_at=now,
-                )
-            )
-            await self._auditor.record(
-                uow,
+                ),
                 _SYSTEM,
-                "token.create",
-                TOKEN_RESOURCE,
-                workspace_id=workspace_id,
-                resource_id=stored.id,
-                fields=["name", "role"],
-                summary="Bootstrap API token created with the SYSTEM_ADMIN role",
+                "Bootstrap API token created with the SYSTEM_ADMIN role",
             )
-            deliver(issued.plaintext)
         return True
