@@ -147,6 +147,23 @@ async def test_the_list_shows_the_role_a_token_acts_with_and_who_is_system_admin
         assert (body["role"], body["issuedRole"], body["systemAdmin"]) == ("OPERATOR", "OPERATOR", False)
 
 
+async def test_an_idempotency_key_is_refused_rather_than_ignored(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        refused = await app.client.post(
+            tokens_url(ws),
+            headers={**app.admin(), "Idempotency-Key": "ci-token-1"},
+            json={"name": "ci", "role": "OPERATOR"},
+        )
+
+        assert refused.status_code == 400
+        assert [(e["field"], e["code"]) for e in refused.json()["errors"]] == [
+            ("Idempotency-Key", "NOT_ACCEPTED")
+        ]
+        listed = await app.client.get(tokens_url(ws), headers=app.admin())
+        assert "ci" not in {t["name"] for t in listed.json()["items"]}
+
+
 async def test_operator_cannot_manage_tokens(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

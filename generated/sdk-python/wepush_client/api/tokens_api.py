@@ -60,7 +60,7 @@ class TokensApi:
     ) -> ApiTokenCreated:
         """Create an API token
 
-        The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key: a replay would have to keep the plaintext.
+        The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key (a replay would have to keep the plaintext) and refuses one with 400 NOT_ACCEPTED on Idempotency-Key rather than let a client believe a retry is safe.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -138,7 +138,7 @@ class TokensApi:
     ) -> ApiResponse[ApiTokenCreated]:
         """Create an API token
 
-        The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key: a replay would have to keep the plaintext.
+        The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key (a replay would have to keep the plaintext) and refuses one with 400 NOT_ACCEPTED on Idempotency-Key rather than let a client believe a retry is safe.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -216,7 +216,7 @@ class TokensApi:
     ) -> RESTResponseType:
         """Create an API token
 
-        The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key: a replay would have to keep the plaintext.
+        The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key (a replay would have to keep the plaintext) and refuses one with 400 NOT_ACCEPTED on Idempotency-Key rather than let a client believe a retry is safe.
 
         :param workspace_id: (required)
         :type workspace_id: str

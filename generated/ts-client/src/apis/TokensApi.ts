@@ -122,7 +122,7 @@ export class TokensApi extends runtime.BaseAPI {
     }
 
     /**
-     * The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key: a replay would have to keep the plaintext.
+     * The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key (a replay would have to keep the plaintext) and refuses one with 400 NOT_ACCEPTED on Idempotency-Key rather than let a client believe a retry is safe.
      * Create an API token
      */
     async createApiTokenRaw(requestParameters: CreateApiTokenRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<ApiTokenCreated>> {
@@ -133,7 +133,7 @@ export class TokensApi extends runtime.BaseAPI {
     }
 
     /**
-     * The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key: a replay would have to keep the plaintext.
+     * The plaintext token appears only in this response (only its hash is stored), so the operation takes no Idempotency-Key (a replay would have to keep the plaintext) and refuses one with 400 NOT_ACCEPTED on Idempotency-Key rather than let a client believe a retry is safe.
      * Create an API token
      */
     async createApiToken(requestParameters: CreateApiTokenRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<ApiTokenCreated> {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from connexion import request
 from connexion.lifecycle import ConnexionResponse
 
 from wepush.server.api._auth import current_principal, current_trace_id
@@ -12,6 +13,7 @@ from wepush.server.api._instants import read_instant
 from wepush.server.api._paging import keyset_request, page_body
 from wepush.server.api._render_core import render_api_token_created, render_listed_token
 from wepush.server.api._responses import empty_response, json_response
+from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.domain import WorkspaceRole
 
 _RESOURCE = "api-tokens"
@@ -27,6 +29,20 @@ async def list_api_tokens(
 
 
 async def create_api_token(workspace_id: str, body: dict[str, Any]) -> ConnexionResponse:
+    if "idempotency-key" in request.headers:
+        # A replay would have to hand out the plaintext again, which is never kept; ignoring the key
+        # instead would let a client believe a retry is safe and mint a second token.
+        raise ValidationFailed(
+            "Creating an API token takes no Idempotency-Key.",
+            [
+                FieldIssue(
+                    "Idempotency-Key",
+                    "NOT_ACCEPTED",
+                    "a token is shown once and never kept, so its creation cannot be replayed; "
+                    "send the request without the header, and list the tokens to see whether a retry is needed",
+                )
+            ],
+        )
     expires_at = read_instant("/expiresAt", body.get("expiresAt"))
     issued = await services().resources.tokens.create(
         current_principal(),
