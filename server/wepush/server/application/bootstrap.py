@@ -150,8 +150,9 @@ class SystemBootstrap:
         Like the bootstrap token, it is delivered before it is committed, so a token that could not be
         written anywhere is never valid."""
         token_id = new_id()
+        now = self._clock()
         async with self._uow() as uow:
-            await self._add_system_admin(
+            return await self._add_system_admin(
                 uow,
                 hasher,
                 deliver,
@@ -165,17 +166,12 @@ class SystemBootstrap:
                     principal_id=token_id,
                     system_admin=True,
                     expires_at=expires_at,
-                    created_at=self._clock(),
-                    updated_at=self._clock(),
+                    created_at=now,
+                    updated_at=now,
                 ),
                 actor,
                 "API token created with the SYSTEM_ADMIN role from the command line",
             )
-        return await self._stored_token(token_id)
-
-    async def _stored_token(self, token_id: str) -> ApiToken:
-        async with self._uow(read_only=True) as uow:
-            return await uow.api_tokens.get(token_id)
 
     async def _add_system_admin(
         self,
@@ -185,7 +181,7 @@ class SystemBootstrap:
         token: ApiToken,
         actor: Principal,
         summary: str,
-    ) -> None:
+    ) -> ApiToken:
         """Add ``token`` with a freshly issued secret, audit it, and deliver the plaintext, all before the
         caller's transaction commits (a failed delivery rolls the token back)."""
         issued = hasher.issue(TokenKind.USER)
@@ -203,6 +199,7 @@ class SystemBootstrap:
             summary=summary,
         )
         deliver(issued.plaintext)
+        return stored
 
     async def ensure_bootstrap_admin(
         self, workspace_id: str, hasher: TokenHasher, deliver: Callable[[str], None]
