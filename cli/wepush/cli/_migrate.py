@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import argparse
 
-from wepush.server.config import ConfigError, load_config
+from wepush.cli._operator import EXIT_USAGE, operator_config, run_operator
 
 
-def migrate(*, config_file: Path | None, data_dir: Path | None) -> int:
-    try:
-        config = load_config(config_file, data_dir=data_dir)
-    except ConfigError as exc:
-        sys.stderr.write(f"wepush migrate: configuration error: {exc}\n")
-        return 2
+def migrate(args: argparse.Namespace) -> int:
+    config = operator_config("migrate", args)
+    if config is None:
+        return EXIT_USAGE
     from wepush.server.infra.db.migrate import upgrade_database
 
-    config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    upgrade_database(config.database.url)
-    sys.stdout.write("wepush migrate: database schema is up to date\n")
-    return 0
+    def upgrade() -> str:
+        config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        upgrade_database(config.database.url)
+        return "wepush migrate: database schema is up to date"
+
+    return run_operator("migrate", upgrade)

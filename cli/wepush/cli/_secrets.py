@@ -15,23 +15,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wepush.server.config import ConfigError, ServiceConfig, load_config
+from wepush.cli._operator import (
+    Refused,
+    add_config_arguments,
+    ensure_database_file,
+    operator_config,
+    run_operator,
+)
+from wepush.server.config import ServiceConfig
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from wepush.server.application.master_key import MasterKeyRewrap
     from wepush.server.infra.secrets import MasterKeyRing
 
-EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-
-class Refused(Exception):
-    """A precondition the operator has to fix; the message says what."""
 
 
 def add_secrets_commands(parser: argparse.ArgumentParser) -> None:
@@ -43,31 +45,18 @@ def add_secrets_commands(parser: argparse.ArgumentParser) -> None:
         ("retire", "remove a master key version that no secret uses any more"),
     ):
         command = commands.add_parser(name, help=help_text)
-        command.add_argument("--config", type=Path, help="YAML configuration file")
-        command.add_argument("--data-dir", type=Path, help="data directory (default $WEPUSH_DATA_DIR)")
+        add_config_arguments(command)
         if name == "retire":
             command.add_argument("version", type=int, help="the key version to remove")
         command.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config, data_dir=args.data_dir)
-    except ConfigError as exc:
-        sys.stderr.write(f"wepush secrets: configuration error: {exc}\n")
+    config = operator_config("secrets", args)
+    if config is None:
         return EXIT_USAGE
-    action: Callable[[ServiceConfig, argparse.Namespace], Coroutine[object, object, str]] = _ACTIONS[
-        args.secrets_command
-    ]
-    from wepush.server.domain.secrets import MasterKeyError
-
-    try:
-        report = asyncio.run(action(config, args))
-    except (Refused, MasterKeyError) as exc:
-        sys.stderr.write(f"wepush secrets {args.secrets_command}: {exc}\n")
-        return EXIT_FAILED
-    sys.stdout.write(report + "\n")
-    return 0
+    action = _ACTIONS[args.secrets_command]
+    return run_operator(f"secrets {args.secrets_command}", lambda: asyncio.run(action(config, args)))
 
 
 def _key_file(config: ServiceConfig) -> Path:
@@ -103,6 +92,7 @@ async def _with_rewrap(
     from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, is_up_to_date_async
     from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
+    ensure_database_file(config.database.url)
     if not await is_up_to_date_async(config.database.url):
         raise Refused("the database schema is not at the current revision; run 'wepush migrate' first")
     engine = create_database(config.database.url)
@@ -144,11 +134,12 @@ async def _rewrap(config: ServiceConfig, _args: argparse.Namespace) -> str:
 async def _rotate(config: ServiceConfig, _args: argparse.Namespace) -> str:
     path = _key_file(config)
     ring = load_ring(config)
-    version = ring.rotate()
-    # The file first: every secret re-wrapped below must be readable with what the file holds.
-    ring.save(path)
 
     async def run(rewrap: MasterKeyRewrap) -> str:
+        # Only once the database answers, so a refused rotation leaves the key file as it was; and the
+        # file before any secret, so every one re-wrapped below is readable with what the file holds.
+        version = ring.rotate()
+        ring.save(path)
         done = await rewrap.rewrap_all(version)
         return (
             f"master key version {version} is now active in {path} (older versions kept)\n"

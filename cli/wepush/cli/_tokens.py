@@ -22,11 +22,17 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from wepush.cli._secrets import Refused, load_ring
-from wepush.server.config import ConfigError, ServiceConfig, load_config
+from wepush.cli._operator import (
+    EXIT_USAGE,
+    Refused,
+    add_config_arguments,
+    ensure_database_file,
+    operator_config,
+    run_operator,
+)
+from wepush.cli._secrets import load_ring
+from wepush.server.config import ServiceConfig
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 _STDOUT = "-"
 _MAX_NAME_CHARS = 200
 
@@ -39,8 +45,7 @@ def add_token_commands(parser: argparse.ArgumentParser) -> None:
     issue.add_argument("--name", required=True, help="the token's name, shown in the token list")
     issue.add_argument("--output", required=True, help="file to create (mode 0600), or - for standard output")
     issue.add_argument("--expires-at", help="RFC 3339 instant after which the token stops working")
-    issue.add_argument("--config", type=Path, help="YAML configuration file")
-    issue.add_argument("--data-dir", type=Path, help="data directory (default $WEPUSH_DATA_DIR)")
+    add_config_arguments(issue)
     issue.set_defaults(handler=_run)
 
 
@@ -65,18 +70,6 @@ def _name(text: str) -> str:
     if not 1 <= len(name) <= _MAX_NAME_CHARS or not name.isprintable():
         raise Refused(f"--name must be 1..{_MAX_NAME_CHARS} printable characters")
     return name
-
-
-def _ensure_database_file(url: str) -> None:
-    """A SQLite file that is not there would be created empty by connecting to it."""
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database and not Path(parsed.database).exists():
-        raise Refused(
-            f"cannot open the database: {parsed.database} does not exist (start the Service once first, "
-            "or pass the --data-dir or --config it runs with)"
-        )
 
 
 class _Delivery:
@@ -124,7 +117,7 @@ async def _issue(config: ServiceConfig, args: argparse.Namespace) -> str:
 
     name, expires_at = _name(args.name), _expiry(args.expires_at)
     delivery = _Delivery(args.output)
-    _ensure_database_file(config.database.url)
+    ensure_database_file(config.database.url)
     if not await is_up_to_date_async(config.database.url):
         raise Refused("the database schema is not at the current revision; run 'wepush migrate' first")
     ring = load_ring(config)
@@ -156,27 +149,10 @@ async def _issue(config: ServiceConfig, args: argparse.Namespace) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config, data_dir=args.data_dir)
-    except ConfigError as exc:
-        sys.stderr.write(f"wepush token: configuration error: {exc}\n")
+    config = operator_config("token", args)
+    if config is None:
         return EXIT_USAGE
-    from sqlalchemy.exc import DBAPIError
-
-    from wepush.server.domain.secrets import MasterKeyError
-
-    try:
-        report = asyncio.run(_issue(config, args))
-    except (Refused, MasterKeyError) as exc:
-        sys.stderr.write(f"wepush token {args.token_command}: {exc}\n")
-        return EXIT_FAILED
-    except (DBAPIError, OSError) as exc:
-        # The driver's text may quote connection details; its kind is enough to act on.
-        sys.stderr.write(
-            f"wepush token {args.token_command}: cannot open the database ({type(exc).__name__}); "
-            "check database.url, and that the Service has started against it once\n"
-        )
-        return EXIT_FAILED
     # The report goes to standard error: standard output may be carrying the token itself.
-    sys.stderr.write(report + "\n")
-    return 0
+    return run_operator(
+        f"token {args.token_command}", lambda: asyncio.run(_issue(config, args)), report_to=sys.stderr
+    )

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from wepush.cli._operator import add_config_arguments
 from wepush.cli._plugin import add_plugin_commands
 from wepush.cli._secrets import add_secrets_commands
 from wepush.cli._tokens import add_token_commands
@@ -30,7 +31,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from wepush.cli._migrate import migrate
 
-    return migrate(config_file=args.config, data_dir=args.data_dir)
+    return migrate(args)
 
 
 def _agent(_args: argparse.Namespace) -> int:
@@ -60,8 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
 
     migrate = commands.add_parser("migrate", help="upgrade the database schema (the single migration job)")
-    migrate.add_argument("--config", type=Path, help="YAML configuration file")
-    migrate.add_argument("--data-dir", type=Path, help="data directory (default $WEPUSH_DATA_DIR)")
+    add_config_arguments(migrate)
     migrate.set_defaults(handler=_migrate)
 
     agent = commands.add_parser("agent", help="run a remote agent")

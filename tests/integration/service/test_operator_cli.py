@@ -1,0 +1,107 @@
+"""The operator commands at the host (``migrate``, ``secrets``, ``token``) end in one line on standard
+error when the database cannot be used — no stack trace, no password from ``database.url`` — and never
+create an empty SQLite database where the operator pointed at the wrong data directory."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.db import POSTGRES_ADMIN_DSN
+from wepush.cli.main import main
+from wepush.server.composition._service import load_key_ring
+from wepush.server.config import load_config
+
+PASSWORD = "pw-never-shown-4c1d"
+COMMANDS = [
+    ["migrate"],
+    ["secrets", "status"],
+    ["secrets", "rewrap"],
+    ["secrets", "rotate"],
+    ["token", "issue-system-admin", "--name", "ops", "--output", "-"],
+]
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("WEPUSH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("WEPUSH_DATA_DIR", str(tmp_path / "data"))
+    config = load_config(None)
+    config.data_dir.mkdir(parents=True)
+    load_key_ring(config)  # the key file a first start writes: the commands get as far as the database
+    return config.data_dir
+
+
+def _closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _one_line_failure(capsys: pytest.CaptureFixture[str], command: list[str]) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith(f"wepush {' '.join(command[:2]) if command[0] != 'migrate' else 'migrate'}: ")
+    assert "Traceback" not in captured.err
+    assert PASSWORD not in captured.err + captured.out
+    assert captured.out == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c[:2]))
+def test_an_unreachable_database_server_is_one_line_without_its_password(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    monkeypatch.setenv(
+        "WEPUSH_DATABASE_URL", f"postgresql+asyncpg://wepush:{PASSWORD}@127.0.0.1:{_closed_port()}/wepush"
+    )
+
+    key_file = load_config(None).secrets.master_key_file
+    keys_before = key_file.read_bytes()
+
+    assert main(command) == 1
+
+    line = _one_line_failure(capsys, command)
+    assert "database" in line
+    assert key_file.read_bytes() == keys_before  # a refused rotation adds no key version
+
+
+@pytest.mark.parametrize("command", COMMANDS[1:], ids=lambda c: "-".join(c[:2]))
+def test_a_missing_sqlite_database_is_refused_and_not_created(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    database = data_dir / "wepush-next.db"
+    assert load_config(None).database.url.endswith(str(database))
+
+    assert main(command) == 1
+
+    assert f"{database} does not exist" in _one_line_failure(capsys, command)
+    assert not database.exists()
+
+
+def test_a_data_directory_that_cannot_be_created_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    monkeypatch.setenv("WEPUSH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("WEPUSH_DATA_DIR", str(blocker / "data"))
+
+    assert main(["migrate"]) == 1
+
+    assert str(blocker / "data") in _one_line_failure(capsys, ["migrate"])
+
+
+@pytest.mark.postgres
+def test_a_database_the_server_does_not_have_is_named_by_the_driver_error_class(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = POSTGRES_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1)
+    monkeypatch.setenv("WEPUSH_DATABASE_URL", f"{server}/wepush_no_such_db")
+
+    assert main(["migrate"]) == 1
+
+    assert "(InvalidCatalogNameError)" in _one_line_failure(capsys, ["migrate"])
