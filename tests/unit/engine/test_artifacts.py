@@ -43,6 +43,7 @@ def _result(n: int, state: ItemState = ItemState.SUCCEEDED, **fields: object) ->
         ("@SUM(A1)", "'@SUM(A1)"),
         ("\tcmd", "'\tcmd"),
         ("\rcmd", "'\rcmd"),
+        ("\0=1+1", "'\0=1+1"),
         ("plain", "plain"),
         ("a=b", "a=b"),
         (-5, "-5"),

@@ -111,7 +111,8 @@ def _append(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# ASVS 5.0 V1.2.10 adds the NUL character to the classic list: some spreadsheets skip a leading one.
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0")
 
 CSV_BASE_COLUMNS: tuple[str, ...] = (
     "itemId",
