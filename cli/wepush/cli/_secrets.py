@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING
 
 from wepush.cli._operator import (
+    EXIT_USAGE,
     Refused,
     add_config_arguments,
     ensure_database_file,
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
 
     from wepush.server.application.master_key import MasterKeyRewrap
     from wepush.server.infra.secrets import MasterKeyRing
-
-EXIT_USAGE = 2
 
 
 def add_secrets_commands(parser: argparse.ArgumentParser) -> None:
