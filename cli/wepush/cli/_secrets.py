@@ -1,5 +1,7 @@
-"""``wepush secrets status|rotate|rewrap|retire``: master key rotation for the operator.
+"""``wepush secrets init|status|rotate|rewrap|retire``: the master key, for the operator.
 
+* ``init`` creates the key file a server-mode Service reads (standalone creates its own on first start):
+  one random version, mode 0600. It never replaces a file that is there.
 * ``rotate`` adds a new random master key version to the key file, makes it active, keeps every older
   version, then re-wraps every secret's DEK under it. Running Services adopt the new version from the
   key file the first time they meet a secret wrapped by it, so no restart is needed.
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 def add_secrets_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="secrets_command", required=True, metavar="ACTION")
     for name, help_text in (
+        ("init", "create the master key file with one random key version (never replaces one)"),
         ("status", "list master key versions and how many secrets each wraps"),
         ("rotate", "add and activate a new master key version, then re-wrap every secret"),
         ("rewrap", "re-wrap every secret not yet under the active master key version"),
@@ -75,8 +78,8 @@ def load_ring(config: ServiceConfig) -> MasterKeyRing:
     if config.secrets.master_key_env is None and not config.secrets.master_key_file.exists():
         # Creating a key here would hide a lost one: secrets sealed under it could never be opened.
         raise Refused(
-            f"master key file {config.secrets.master_key_file} does not exist (the Service creates it on "
-            "its first start; restore it from a backup if it was lost)"
+            f"master key file {config.secrets.master_key_file} does not exist (standalone creates it on "
+            "its first start, 'wepush secrets init' for server mode; restore it from a backup if it was lost)"
         )
     return load_key_ring(config)
 
@@ -109,6 +112,25 @@ def _usage(ring: MasterKeyRing, usage: dict[int, int]) -> str:
         held = "in the key ring" if version in ring.versions else "MISSING from the key ring"
         lines.append(f"  version {version}: {usage.get(version, 0)} secrets ({held})")
     return "\n".join(lines)
+
+
+async def _init(config: ServiceConfig, _args: argparse.Namespace) -> str:
+    from wepush.server.infra.secrets import MasterKeyRing
+
+    if config.secrets.master_key_env:
+        raise Refused(
+            f"the master key ring comes from the environment variable {config.secrets.master_key_env}; "
+            "put a key there instead (for example '1:' followed by the output of openssl rand -base64 32)"
+        )
+    path = config.secrets.master_key_file
+    try:
+        ring = MasterKeyRing.create_file(path)
+    except FileExistsError:
+        raise Refused(f"master key file {path} already exists; it is left as it is") from None
+    return (
+        f"created master key file {path} (mode 0600) with key version {ring.active_version}; "
+        "back it up with the database, since secrets sealed under it cannot be opened without it"
+    )
 
 
 async def _status(config: ServiceConfig, _args: argparse.Namespace) -> str:
@@ -170,6 +192,7 @@ async def _retire(config: ServiceConfig, args: argparse.Namespace) -> str:
 
 
 _ACTIONS: dict[str, Callable[[ServiceConfig, argparse.Namespace], Coroutine[object, object, str]]] = {
+    "init": _init,
     "status": _status,
     "rotate": _rotate,
     "rewrap": _rewrap,

@@ -222,3 +222,58 @@ def test_a_running_service_reloads_the_ring_as_the_file_holds_it_after_a_retire(
     with pytest.raises(MasterKeyError):
         reload_key_ring(config)  # never creates a key
     assert not config.secrets.master_key_file.exists()
+
+
+def _server_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    key_file = tmp_path / "etc" / "wepush" / "master.key"
+    monkeypatch.setenv("WEPUSH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("WEPUSH_MODE", "server")
+    monkeypatch.setenv("WEPUSH_DATABASE_TYPE", "postgresql")
+    monkeypatch.setenv("WEPUSH_DATABASE_URL", "postgresql+asyncpg://wepush@127.0.0.1:5432/wepush")
+    monkeypatch.setenv("WEPUSH_SECRETS_MASTER_KEY_FILE", str(key_file))
+    return key_file
+
+
+def test_init_creates_the_private_key_file_a_server_mode_service_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key_file = _server_mode(tmp_path, monkeypatch)
+    with pytest.raises(MasterKeyError, match="does not exist"):
+        load_key_ring(load_config(None))
+
+    assert main(["secrets", "init"]) == 0
+
+    report = capsys.readouterr().out
+    assert f"created master key file {key_file} (mode 0600) with key version 1" in report
+    assert (key_file.stat().st_mode & 0o777, key_file.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    key_text = json.loads(key_file.read_text())["keys"]["1"]
+    assert key_text not in report
+    ring = load_key_ring(load_config(None), {})
+    assert (ring.active_version, ring.versions) == (1, (1,))
+
+
+def test_init_never_replaces_a_key_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key_file = _server_mode(tmp_path, monkeypatch)
+    assert main(["secrets", "init"]) == 0
+    before = key_file.read_bytes()
+
+    assert main(["secrets", "init"]) == 1
+
+    assert capsys.readouterr().err == (
+        f"wepush secrets init: master key file {key_file} already exists; it is left as it is\n"
+    )
+    assert key_file.read_bytes() == before
+
+
+def test_init_refuses_when_the_key_ring_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key_file = _server_mode(tmp_path, monkeypatch)
+    monkeypatch.setenv("WEPUSH_SECRETS_MASTER_KEY_ENV", "WEPUSH_MASTER_KEY")
+
+    assert main(["secrets", "init"]) == 1
+
+    assert "comes from the environment variable WEPUSH_MASTER_KEY" in capsys.readouterr().err
+    assert not key_file.exists()

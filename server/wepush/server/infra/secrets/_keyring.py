@@ -93,12 +93,22 @@ class MasterKeyRing:
         target = Path(path)
         if target.exists():
             return cls._load_file(target)
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        ring = cls.generate()
         try:
-            _write_file(target, ring._serialize(), overwrite=False)
+            return cls.create_file(target)
         except FileExistsError:
             return cls._load_file(target)
+
+    @classmethod
+    def create_file(cls, path: str | os.PathLike[str]) -> MasterKeyRing:
+        """Write a new single-version key file with mode 0600 (its directory 0700 when made here).
+
+        Raises :class:`FileExistsError` when the file is there, even when it appears concurrently: an
+        existing key is never replaced, since secrets sealed under it could not be opened again.
+        """
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ring = cls.generate()
+        _write_file(target, ring._serialize(), overwrite=False)
         return ring
 
     @classmethod
@@ -134,7 +144,8 @@ class MasterKeyRing:
             fd = os.open(path, flags)
         except FileNotFoundError:
             raise MasterKeyError(
-                f"master key file {path} does not exist; server mode never generates a master key"
+                f"master key file {path} does not exist; server mode never generates a master key "
+                "(create one with 'wepush secrets init', or restore it from a backup)"
             ) from None
         except OSError as exc:
             raise MasterKeyError(f"master key file {path} cannot be opened: {exc.strerror}") from None
