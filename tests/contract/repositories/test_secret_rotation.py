@@ -36,7 +36,10 @@ async def test_records_not_under_a_version_are_listed_oldest_first_and_counted_p
         pending = await uow.secret_records.list_not_wrapped_by(3, 10)
         first_two = await uow.secret_records.list_not_wrapped_by(3, 2)
         usage = await uow.secret_records.count_by_key_version()
+        oldest_per_version = [await uow.secret_records.first_wrapped_by(v) for v in (1, 2, 3, 4)]
 
     assert [r.id for r in pending] == ["record-0", "record-1", "record-2"]
     assert [r.id for r in first_two] == ["record-0", "record-1"]
     assert usage == {1: 2, 2: 1, 3: 1}
+    assert [r.id if r else None for r in oldest_per_version] == ["record-0", "record-1", "record-3", None]
+    assert oldest_per_version[0] == records[0]

@@ -182,6 +182,29 @@ def test_a_key_ring_without_a_version_secrets_were_sealed_with_is_refused_at_sta
     assert load_key_ring(config).versions == (2,)  # nothing sealed is known here: no check
 
 
+def test_a_key_file_holding_another_key_under_a_sealed_version_is_refused_at_start(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(load_key_ring(config))))
+    original = config.secrets.master_key_file.read_bytes()
+    config.secrets.master_key_file.unlink()
+    assert main(["secrets", "init"]) == 0  # the lost key replaced by a new one, version 1 again
+    assert load_key_ring(config).versions == (1,)
+
+    with pytest.raises(StartupRefused) as refused:
+        preflight(config)
+    assert str(refused.value) == (
+        f"master key: the key file {config.secrets.master_key_file} holds a different key under version 1 "
+        "than the one the database's secrets were sealed with (it cannot open them); put back the key "
+        "file backed up with this database"
+    )
+    config.secrets.master_key_file.unlink()
+    config.secrets.master_key_file.write_bytes(original)
+    config.secrets.master_key_file.chmod(0o600)
+    preflight(config)  # the right key again: the Service starts
+    capsys.readouterr()
+
+
 def test_an_unreachable_database_is_refused_in_one_line_without_its_password(
     config: ServiceConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,7 +55,7 @@ from wepush.server.application.runs import RunPorts
 from wepush.server.composition._app import ServiceApp, create_app
 from wepush.server.composition._catalog import build_catalog
 from wepush.server.config import ServiceConfig
-from wepush.server.domain import AuditOutcome, utc_now
+from wepush.server.domain import AuditOutcome, SecretRecord, utc_now
 from wepush.server.infra.artifacts import ArtifactStoreUnavailable, LocalArtifactStore, S3ArtifactStore
 from wepush.server.infra.db import (
     PoolSettings,
@@ -155,16 +155,42 @@ def reload_key_ring(config: ServiceConfig) -> MasterKeyRing:
 
 async def sealed_key_versions(url: str) -> dict[int, int]:
     """Secrets per master key version in the database at ``url``; none before its first migration."""
+    return (await _sealed_secrets(url))[0]
+
+
+async def _sealed_secrets(url: str) -> tuple[dict[int, int], list[SecretRecord]]:
+    """Secrets per master key version, and the oldest secret under each version."""
     engine = create_database(url)
     try:
         async with engine.connect() as connection:
             migrated = await connection.run_sync(lambda sync: inspect(sync).has_table("secret_record"))
         if not migrated:
-            return {}
+            return {}, []
         async with SqlUnitOfWorkFactory(engine)(read_only=True) as uow:
-            return await uow.secret_records.count_by_key_version()
+            usage = await uow.secret_records.count_by_key_version()
+            samples = [await uow.secret_records.first_wrapped_by(version) for version in sorted(usage)]
+        return usage, [sample for sample in samples if sample is not None]
     finally:
         await engine.dispose()
+
+
+def _check_ring_opens(config: ServiceConfig, ring: MasterKeyRing, samples: list[SecretRecord]) -> None:
+    """Matching version numbers are not enough: a key made anew after the real one was lost carries
+    version 1 too, and would let the Service start only for every secret to fail when a run needs it."""
+    wrong = sorted(
+        {s.key_version for s in samples if not ring.opens(s.key_version, s.dek_nonce, s.encrypted_dek)}
+    )
+    if wrong:
+        source = (
+            f"the environment variable {config.secrets.master_key_env}"
+            if config.secrets.master_key_env
+            else f"the key file {config.secrets.master_key_file}"
+        )
+        raise StartupRefused(
+            f"master key: {source} holds a different key under version {', '.join(map(str, wrong))} than "
+            "the one the database's secrets were sealed with (it cannot open them); put back the key file "
+            "backed up with this database"
+        )
 
 
 class StartupRefused(RuntimeError):
@@ -177,14 +203,15 @@ def preflight(config: ServiceConfig) -> None:
     operator, not a start-up traceback."""
     _register_configured_secrets(config)
     try:
-        sealed = asyncio.run(sealed_key_versions(config.database.url))
+        sealed, samples = asyncio.run(_sealed_secrets(config.database.url))
     except (SQLAlchemyError, OSError) as exc:
         reason = get_redactor().text(str(getattr(exc, "orig", None) or exc)).splitlines()[0]
         raise StartupRefused(f"database: cannot read which master keys its secrets need: {reason}") from None
     try:
-        load_key_ring(config, sealed)
+        ring = load_key_ring(config, sealed)
     except (MasterKeyError, OSError) as exc:
         raise StartupRefused(f"master key: {exc}") from None
+    _check_ring_opens(config, ring, samples)
     if config.artifacts.type == "s3":
         try:
             asyncio.run(S3ArtifactStore.from_settings(config.artifacts.s3).check())

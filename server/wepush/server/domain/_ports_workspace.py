@@ -119,3 +119,8 @@ class SecretRecordRepository(Protocol):
     async def count_by_key_version(self) -> dict[int, int]:
         """How many records each master key version wraps, over every workspace."""
         ...
+
+    async def first_wrapped_by(self, key_version: int) -> SecretRecord | None:
+        """The oldest record of any workspace whose DEK ``key_version`` wraps, or ``None``: opening it
+        proves a key ring holds that very key, not just a key under the same version number."""
+        ...

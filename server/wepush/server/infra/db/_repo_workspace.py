@@ -259,6 +259,15 @@ class SqlSecretRecordRepository(SqlRepository):
         )
         return [_SECRET.from_row(row) for row in rows]
 
+    async def first_wrapped_by(self, key_version: int) -> SecretRecord | None:
+        rows = await self._all(
+            select(secret_record)
+            .where(secret_record.c.key_version == key_version)
+            .order_by(secret_record.c.created_at, secret_record.c.id)
+            .limit(1)
+        )
+        return _SECRET.from_row(rows[0]) if rows else None
+
     async def count_by_key_version(self) -> dict[int, int]:
         rows = await self._all(
             select(secret_record.c.key_version, func.count().label("n")).group_by(secret_record.c.key_version)

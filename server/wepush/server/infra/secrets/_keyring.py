@@ -267,6 +267,17 @@ class MasterKeyRing:
             )
         return open_aes_gcm(key, nonce, encrypted_dek, _wrap_aad(version))
 
+    def opens(self, version: int, nonce: bytes, encrypted_dek: bytes) -> bool:
+        """Whether this ring's key ``version`` is the one that wrapped ``encrypted_dek`` (checked by
+        unwrapping it; the DEK is wiped at once). A key under the right number but from another file —
+        a fresh key made after the real one was lost, say — answers ``False``."""
+        try:
+            dek = self.unwrap_dek(version, nonce, encrypted_dek)
+        except SecretDecryptionError:
+            return False
+        dek[:] = bytes(len(dek))
+        return True
+
 
 def open_aes_gcm(key: bytes | bytearray, nonce: bytes, sealed: bytes, aad: bytes) -> bytearray:
     """AES-256-GCM decryption straight into a ``bytearray`` (no immutable plaintext copy).
