@@ -8,6 +8,7 @@ from pathlib import Path
 
 import uvicorn
 
+from wepush.server.api._http_protocol import ProblemHttpToolsProtocol
 from wepush.server.composition._heap import settle_heap
 from wepush.server.composition._service import StartupRefused, build_service_app, preflight, prepare_data_dir
 from wepush.server.config import ConfigError, load_config, render_effective_config
@@ -52,6 +53,8 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
             proxy_headers=False,
             server_header=False,
             lifespan="on",
+            # httptools, as uvicorn picks it, but a request it cannot parse gets a problem+json 400.
+            http=ProblemHttpToolsProtocol,
             # Open SSE streams must not hold a shutdown hostage; the lifespan then ends them.
             timeout_graceful_shutdown=10,
         )

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
 from tests.helpers_process import running_service
 
@@ -40,3 +44,44 @@ def test_the_real_server_takes_a_json_body_sent_chunked(tmp_path: Path) -> None:
 
     assert created.status_code == 201, created.text
     assert created.json()["name"] == "streamed"
+
+
+def _raw_exchange(base_url: str, request: bytes) -> tuple[str, dict[str, str], bytes]:
+    address = urlsplit(base_url)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):  # the server closes the connection after a 400
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value for name, _, value in (line.partition(": ") for line in lines)}
+    return status, headers, body
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"GET /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: x\r\n\r\n",
+        b"GET /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nbroken header line\r\n\r\n",
+        b"GET /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+    ],
+    ids=["unknown transfer coding", "header without colon", "negative length"],
+)
+def test_a_request_that_is_not_valid_http_gets_a_problem_not_plain_text(
+    tmp_path: Path, request_head: bytes
+) -> None:
+    with running_service(tmp_path / "data") as service:
+        status, headers, body = _raw_exchange(service.base_url, request_head)
+        still_serving = httpx.get(service.base_url + "/health/live").status_code
+
+    assert status == "HTTP/1.1 400 Bad Request"
+    assert headers["content-type"] == "application/problem+json"
+    assert int(headers["content-length"]) == len(body)
+    assert headers["x-content-type-options"] == "nosniff"
+    problem = json.loads(body)
+    assert (problem["status"], problem["code"]) == (400, "VALIDATION_FAILED")
+    assert problem["detail"] == (
+        "the request is not valid HTTP/1.1 (Invalid HTTP request received); nothing was processed"
+    )
+    assert still_serving == 200
