@@ -88,8 +88,11 @@ async def _with_rewrap(
     config: ServiceConfig,
     ring: MasterKeyRing,
     work: Callable[[MasterKeyRewrap], Coroutine[object, object, str]],
+    *,
+    refuse_mismatch: bool = True,
 ) -> str:
     from wepush.server.application.master_key import MasterKeyRewrap
+    from wepush.server.composition._service import oldest_sealed_secrets, ring_mismatch
     from wepush.server.domain import utc_now
     from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, is_up_to_date_async
     from wepush.server.infra.secrets import LocalEnvelopeSecretStore
@@ -97,6 +100,12 @@ async def _with_rewrap(
     ensure_database_file(config.database.url)
     if not await is_up_to_date_async(config.database.url):
         raise Refused("the database schema is not at the current revision; run 'wepush migrate' first")
+    if refuse_mismatch:
+        # Before anything changes: a rotation under a key that cannot open the secrets would add a
+        # version to the file and then fail on the first secret it tried to re-wrap.
+        mismatch = ring_mismatch(config, ring, await oldest_sealed_secrets(config.database.url))
+        if mismatch:
+            raise Refused(f"{mismatch}; nothing was changed")
     engine = create_database(config.database.url)
     try:
         store = LocalEnvelopeSecretStore(ring)
@@ -105,11 +114,16 @@ async def _with_rewrap(
         await engine.dispose()
 
 
-def _usage(ring: MasterKeyRing, usage: dict[int, int]) -> str:
+def _usage(ring: MasterKeyRing, usage: dict[int, int], unopened: frozenset[int] = frozenset()) -> str:
     versions = sorted(set(ring.versions) | set(usage))
     lines = [f"active master key version: {ring.active_version}"]
     for version in versions:
-        held = "in the key ring" if version in ring.versions else "MISSING from the key ring"
+        if version not in ring.versions:
+            held = "MISSING from the key ring"
+        elif version in unopened:
+            held = "in the key ring under a DIFFERENT key: it cannot open them"
+        else:
+            held = "in the key ring"
         lines.append(f"  version {version}: {usage.get(version, 0)} secrets ({held})")
     return "\n".join(lines)
 
@@ -134,12 +148,15 @@ async def _init(config: ServiceConfig, _args: argparse.Namespace) -> str:
 
 
 async def _status(config: ServiceConfig, _args: argparse.Namespace) -> str:
+    from wepush.server.composition._service import oldest_sealed_secrets, unopened_versions
+
     ring = load_ring(config)
 
     async def report(rewrap: MasterKeyRewrap) -> str:
-        return _usage(ring, await rewrap.usage())
+        unopened = unopened_versions(ring, await oldest_sealed_secrets(config.database.url))
+        return _usage(ring, await rewrap.usage(), frozenset(unopened))
 
-    return await _with_rewrap(config, ring, report)
+    return await _with_rewrap(config, ring, report, refuse_mismatch=False)
 
 
 async def _rewrap(config: ServiceConfig, _args: argparse.Namespace) -> str:
@@ -188,7 +205,8 @@ async def _retire(config: ServiceConfig, args: argparse.Namespace) -> str:
         ring.save(path)
         return f"master key version {retired} removed from {path}\n" + _usage(ring, usage)
 
-    return await _with_rewrap(config, ring, run)
+    # Retiring a version nothing uses opens no secret, so it does not need the others to open.
+    return await _with_rewrap(config, ring, run, refuse_mismatch=False)
 
 
 _ACTIONS: dict[str, Callable[[ServiceConfig, argparse.Namespace], Coroutine[object, object, str]]] = {

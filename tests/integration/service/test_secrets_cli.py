@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from tests.contract.repositories._world import add_workspace
 from wepush.cli.main import main
@@ -203,6 +204,73 @@ def test_a_key_file_holding_another_key_under_a_sealed_version_is_refused_at_sta
     config.secrets.master_key_file.chmod(0o600)
     preflight(config)  # the right key again: the Service starts
     capsys.readouterr()
+
+
+def _replace_key_file_with_a_fresh_one(config: ServiceConfig) -> None:
+    """What an operator does after losing the key file: ``secrets init`` makes a new key, version 1 again."""
+    config.secrets.master_key_file.unlink()
+    assert main(["secrets", "init"]) == 0
+
+
+def test_rotate_and_rewrap_under_a_key_that_cannot_open_the_secrets_change_nothing(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(load_key_ring(config))))
+    records = asyncio.run(_records(config))
+    _replace_key_file_with_a_fresh_one(config)
+    fresh = config.secrets.master_key_file.read_bytes()
+    capsys.readouterr()
+
+    for command in ("rotate", "rewrap"):
+        assert main(["secrets", command]) == 1
+        assert capsys.readouterr().err == (
+            f"wepush secrets {command}: the key file {config.secrets.master_key_file} holds a different key "
+            "under version 1 than the one the database's secrets were sealed with (it cannot open them); "
+            "put back the key file backed up with this database; nothing was changed\n"
+        )
+        # Before, rotate had already added and activated version 2, then died on the first secret.
+        assert config.secrets.master_key_file.read_bytes() == fresh
+        assert asyncio.run(_records(config)) == records
+
+    assert main(["secrets", "status"]) == 0
+    assert capsys.readouterr().out == (
+        "active master key version: 1\n"
+        "  version 1: 2 secrets (in the key ring under a DIFFERENT key: it cannot open them)\n"
+    )
+
+
+async def _spoil_dek(config: ServiceConfig, record_id: str) -> None:
+    engine = create_database(config.database.url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(
+                text("UPDATE secret_record SET encrypted_dek = :dek WHERE id = :id"),
+                {"dek": bytes(48), "id": record_id},
+            )
+    finally:
+        await engine.dispose()
+
+
+def test_a_secret_the_ring_cannot_open_stops_a_rewrap_in_one_line_naming_it(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ring = load_key_ring(config)
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(ring)))
+    oldest, spoilt = sorted(asyncio.run(_records(config)), key=lambda r: r.id)  # the check opens the oldest
+    asyncio.run(_spoil_dek(config, spoilt.id))
+    ring.rotate()
+    ring.save(config.secrets.master_key_file)
+
+    assert main(["secrets", "rewrap"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"wepush secrets rewrap: secret record {spoilt.id} (workspace {spoilt.workspace_id})"
+    )
+    assert "cannot be opened with master key version 1 of the key ring" in err
+    assert "Traceback" not in err
+    assert err.count("\n") == 1
+    # Its batch rolled back as a whole: the secret that opens is re-wrapped by the next, mended run.
+    assert {r.id: r.key_version for r in asyncio.run(_records(config))} == {oldest.id: 1, spoilt.id: 1}
 
 
 def test_an_unreachable_database_is_refused_in_one_line_without_its_password(

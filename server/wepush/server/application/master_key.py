@@ -19,7 +19,12 @@ from typing import Final
 from wepush.server.application.audit import Auditor
 from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.domain import SecretRecord, UnitOfWorkFactory, VersionConflict
-from wepush.server.domain.secrets import SecretStore, sealed_secret_of
+from wepush.server.domain.secrets import (
+    MasterKeyError,
+    SecretDecryptionError,
+    SecretStore,
+    sealed_secret_of,
+)
 
 __all__ = ["MasterKeyRewrap", "RewrapReport"]
 
@@ -61,7 +66,15 @@ class MasterKeyRewrap:
             async with self._uow() as uow:
                 records = await uow.secret_records.list_not_wrapped_by(active_version, self._batch)
                 for record in records:
-                    rewrapped = self._rewrapped(record)
+                    try:
+                        rewrapped = self._rewrapped(record)
+                    except SecretDecryptionError:
+                        # Its batch rolls back; the batches before it stay re-wrapped, as a re-run expects.
+                        raise MasterKeyError(
+                            f"secret record {record.id} (workspace {record.workspace_id}) cannot be opened "
+                            f"with master key version {record.key_version} of the key ring; "
+                            f"{sum(per_workspace.values())} secrets were re-wrapped before it"
+                        ) from None
                     if rewrapped.key_version != active_version:
                         raise RuntimeError(
                             f"the secret store wraps with master key version {rewrapped.key_version}, "

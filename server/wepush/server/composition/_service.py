@@ -174,23 +174,43 @@ async def _sealed_secrets(url: str) -> tuple[dict[int, int], list[SecretRecord]]
         await engine.dispose()
 
 
-def _check_ring_opens(config: ServiceConfig, ring: MasterKeyRing, samples: list[SecretRecord]) -> None:
-    """Matching version numbers are not enough: a key made anew after the real one was lost carries
+def ring_mismatch(config: ServiceConfig, ring: MasterKeyRing, samples: list[SecretRecord]) -> str | None:
+    """Why ``ring`` cannot open the database's secrets (``samples``: the oldest under each version), or
+    ``None``. Matching version numbers are not enough: a key made anew after the real one was lost carries
     version 1 too, and would let the Service start only for every secret to fail when a run needs it."""
-    wrong = sorted(
-        {s.key_version for s in samples if not ring.opens(s.key_version, s.dek_nonce, s.encrypted_dek)}
+    missing = sorted({s.key_version for s in samples if s.key_version not in ring.versions})
+    wrong = sorted(unopened_versions(ring, samples))
+    source = (
+        f"the environment variable {config.secrets.master_key_env}"
+        if config.secrets.master_key_env
+        else f"the key file {config.secrets.master_key_file}"
     )
+    if missing:
+        return (
+            f"secrets are sealed under master key version {', '.join(map(str, missing))}, which {source} "
+            "does not hold; put back the key file backed up with this database"
+        )
     if wrong:
-        source = (
-            f"the environment variable {config.secrets.master_key_env}"
-            if config.secrets.master_key_env
-            else f"the key file {config.secrets.master_key_file}"
+        return (
+            f"{source} holds a different key under version {', '.join(map(str, wrong))} than the one the "
+            "database's secrets were sealed with (it cannot open them); put back the key file backed up "
+            "with this database"
         )
-        raise StartupRefused(
-            f"master key: {source} holds a different key under version {', '.join(map(str, wrong))} than "
-            "the one the database's secrets were sealed with (it cannot open them); put back the key file "
-            "backed up with this database"
-        )
+    return None
+
+
+def unopened_versions(ring: MasterKeyRing, samples: list[SecretRecord]) -> set[int]:
+    """The versions ``ring`` holds a key under that does not open the sample sealed under it."""
+    return {
+        s.key_version
+        for s in samples
+        if s.key_version in ring.versions and not ring.opens(s.key_version, s.dek_nonce, s.encrypted_dek)
+    }
+
+
+async def oldest_sealed_secrets(url: str) -> list[SecretRecord]:
+    """The oldest secret under each master key version the database at ``url`` uses."""
+    return (await _sealed_secrets(url))[1]
 
 
 class StartupRefused(RuntimeError):
@@ -211,7 +231,9 @@ def preflight(config: ServiceConfig) -> None:
         ring = load_key_ring(config, sealed)
     except (MasterKeyError, OSError) as exc:
         raise StartupRefused(f"master key: {exc}") from None
-    _check_ring_opens(config, ring, samples)
+    mismatch = ring_mismatch(config, ring, samples)
+    if mismatch:
+        raise StartupRefused(f"master key: {mismatch}")
     if config.artifacts.type == "s3":
         try:
             asyncio.run(S3ArtifactStore.from_settings(config.artifacts.s3).check())
