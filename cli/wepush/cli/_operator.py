@@ -43,10 +43,11 @@ def run_operator(command: str, work: Callable[[], str], *, report_to: TextIO | N
     from sqlalchemy.exc import DBAPIError
 
     from wepush.server.domain.secrets import MasterKeyError
+    from wepush.server.infra.db import UnknownSchemaRevision
 
     try:
         report = work()
-    except (Refused, MasterKeyError) as exc:
+    except (Refused, MasterKeyError, UnknownSchemaRevision) as exc:
         return _failed(command, str(exc))
     except DBAPIError as exc:
         return _failed(
@@ -72,6 +73,16 @@ def _driver_error(exc: BaseException) -> str:
 def _failed(command: str, message: str) -> int:
     sys.stderr.write(f"wepush {command}: {message}\n")
     return EXIT_FAILED
+
+
+async def require_current_schema(url: str) -> None:
+    """Refuse a database that is not at this release's newest revision, saying which way it is off."""
+    from wepush.server.infra.db import check_revision_known, current_revision_async, head_revision
+
+    current = await current_revision_async(url)
+    check_revision_known(current)
+    if current != head_revision():
+        raise Refused("the database schema is not at the current revision; run 'wepush migrate' first")
 
 
 def ensure_database_file(url: str) -> None:

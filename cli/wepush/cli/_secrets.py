@@ -26,6 +26,7 @@ from wepush.cli._operator import (
     add_config_arguments,
     ensure_database_file,
     operator_config,
+    require_current_schema,
     run_operator,
 )
 from wepush.server.config import ServiceConfig
@@ -94,12 +95,11 @@ async def _with_rewrap(
     from wepush.server.application.master_key import MasterKeyRewrap
     from wepush.server.composition._service import oldest_sealed_secrets, ring_mismatch
     from wepush.server.domain import utc_now
-    from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, is_up_to_date_async
+    from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
     from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
     ensure_database_file(config.database.url)
-    if not await is_up_to_date_async(config.database.url):
-        raise Refused("the database schema is not at the current revision; run 'wepush migrate' first")
+    await require_current_schema(config.database.url)
     if refuse_mismatch:
         # Before anything changes: a rotation under a key that cannot open the secrets would add a
         # version to the file and then fail on the first secret it tried to re-wrap.

@@ -28,6 +28,7 @@ from wepush.cli._operator import (
     add_config_arguments,
     ensure_database_file,
     operator_config,
+    require_current_schema,
     run_operator,
 )
 from wepush.cli._secrets import load_ring
@@ -112,14 +113,13 @@ async def _issue(config: ServiceConfig, args: argparse.Namespace) -> str:
     from wepush.server.application.bootstrap import DEFAULT_WORKSPACE_NAME, SystemBootstrap
     from wepush.server.application.credentials import TokenHasher
     from wepush.server.domain import utc_now
-    from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, is_up_to_date_async
+    from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
     from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
     name, expires_at = _name(args.name), _expiry(args.expires_at)
     delivery = _Delivery(args.output)
     ensure_database_file(config.database.url)
-    if not await is_up_to_date_async(config.database.url):
-        raise Refused("the database schema is not at the current revision; run 'wepush migrate' first")
+    await require_current_schema(config.database.url)
     ring = load_ring(config)
     engine = create_database(config.database.url)
     try:

@@ -5,14 +5,16 @@ create an empty SQLite database where the operator pointed at the wrong data dir
 from __future__ import annotations
 
 import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.db import POSTGRES_ADMIN_DSN
 from wepush.cli.main import main
-from wepush.server.composition._service import load_key_ring
+from wepush.server.composition._service import StartupRefused, load_key_ring, preflight
 from wepush.server.config import load_config
+from wepush.server.infra.db import current_revision, upgrade_database
 
 PASSWORD = "pw-never-shown-4c1d"
 COMMANDS = [
@@ -105,3 +107,42 @@ def test_a_database_the_server_does_not_have_is_named_by_the_driver_error_class(
     assert main(["migrate"]) == 1
 
     assert "(InvalidCatalogNameError)" in _one_line_failure(capsys, ["migrate"])
+
+
+def _migrated_by_a_newer_release(data_dir: Path) -> str:
+    url = load_config(None).database.url
+    upgrade_database(url)
+    database = data_dir / "wepush-next.db"
+    with sqlite3.connect(database) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0099_from_a_newer_release'")
+    return url
+
+
+NEWER = (
+    "the database schema is at revision 0099_from_a_newer_release, which this release does not know (a "
+    "newer release migrated it); run that release, or restore the database backed up before the upgrade"
+)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c[:2]))
+def test_a_schema_a_newer_release_migrated_is_named_and_left_as_it_is(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    url = _migrated_by_a_newer_release(data_dir)
+
+    assert main(command) == 1
+
+    # Before, migrate ended in Alembic's traceback and the others told the operator to run migrate.
+    assert _one_line_failure(capsys, command).endswith(f": {NEWER}")
+    assert current_revision(url) == "0099_from_a_newer_release"
+
+
+def test_a_service_does_not_start_on_a_schema_a_newer_release_migrated(data_dir: Path) -> None:
+    url = _migrated_by_a_newer_release(data_dir)
+
+    with pytest.raises(StartupRefused) as refused:
+        preflight(load_config(None))
+
+    # Before, standalone's start-up upgrade logged Alembic's traceback and uvicorn gave up.
+    assert str(refused.value) == f"database: {NEWER}"
+    assert current_revision(url) == "0099_from_a_newer_release"

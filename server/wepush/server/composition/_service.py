@@ -60,7 +60,10 @@ from wepush.server.infra.artifacts import ArtifactStoreUnavailable, LocalArtifac
 from wepush.server.infra.db import (
     PoolSettings,
     SqlUnitOfWorkFactory,
+    UnknownSchemaRevision,
+    check_revision_known,
     create_database,
+    current_revision_async,
     head_revision,
     revision_of,
     upgrade_database_async,
@@ -223,7 +226,12 @@ def preflight(config: ServiceConfig) -> None:
     operator, not a start-up traceback."""
     _register_configured_secrets(config)
     try:
+        # A schema a newer release migrated: standalone's start-up upgrade would fail deep in Alembic, and
+        # a server-mode instance would never become ready on it.
+        check_revision_known(asyncio.run(current_revision_async(config.database.url)))
         sealed, samples = asyncio.run(_sealed_secrets(config.database.url))
+    except UnknownSchemaRevision as exc:
+        raise StartupRefused(f"database: {exc}") from None
     except (SQLAlchemyError, OSError) as exc:
         reason = get_redactor().text(str(getattr(exc, "orig", None) or exc)).splitlines()[0]
         raise StartupRefused(f"database: cannot read which master keys its secrets need: {reason}") from None

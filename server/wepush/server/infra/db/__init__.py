@@ -24,6 +24,8 @@ from ._repo_workspace import SqlApiTokenRepository, SqlSecretRecordRepository, S
 from ._uow import SqlUnitOfWork, SqlUnitOfWorkFactory
 from .engine import PoolSettings, create_database, normalize_database_url
 from .migrate import (
+    UnknownSchemaRevision,
+    check_revision_known,
     current_revision,
     current_revision_async,
     head_revision,
@@ -70,6 +72,8 @@ __all__ = [
     "SqlUnitOfWorkFactory",
     "SqlWorkspaceRepository",
     "SqliteExecutionLedger",
+    "UnknownSchemaRevision",
+    "check_revision_known",
     "create_database",
     "current_revision",
     "current_revision_async",

@@ -70,6 +70,28 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
+class UnknownSchemaRevision(RuntimeError):
+    """The database is at a revision this release's migrations do not hold: a newer release migrated it.
+    Nothing here can run on that schema or take it back, so the database is left as it is."""
+
+    def __init__(self, revision: str) -> None:
+        super().__init__(
+            f"the database schema is at revision {revision}, which this release does not know (a newer "
+            "release migrated it); run that release, or restore the database backed up before the upgrade"
+        )
+        self.revision = revision
+
+
+def check_revision_known(revision: str | None) -> None:
+    """Raise :class:`UnknownSchemaRevision` unless ``revision`` is ``None`` (never migrated) or one of
+    this release's revisions."""
+    if revision is None:
+        return
+    known = {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if revision not in known:
+        raise UnknownSchemaRevision(revision)
+
+
 def head_revision() -> str:
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if head is None:
@@ -78,6 +100,8 @@ def head_revision() -> str:
 
 
 def _upgrade(connection: Connection, config: Config, revision: str) -> None:
+    # Alembic would only say "Can't locate revision", from deep inside env.py.
+    check_revision_known(_read_revision(connection))
     config.attributes["connection"] = connection
     command.upgrade(config, revision)
 
@@ -130,7 +154,9 @@ def is_up_to_date(url: str) -> bool:
 
 __all__ = [
     "MIGRATIONS_DIR_ENV",
+    "UnknownSchemaRevision",
     "alembic_config",
+    "check_revision_known",
     "current_revision",
     "current_revision_async",
     "head_revision",
