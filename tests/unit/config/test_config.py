@@ -100,6 +100,31 @@ def test_server_mode_needs_a_database_url(tmp_path: Path) -> None:
         load_config(environ={"WEPUSH_MODE": "server", "WEPUSH_DATA_DIR": str(tmp_path)})
 
 
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("mysql://wepush:pw-not-shown@db/wepush", "unsupported database 'mysql'; use sqlite or postgresql"),
+        ("pw-not-shown", "not a database URL"),
+        ("postgresql://wepush:pw-not-shown@db:port/wepush", "not a database URL"),
+    ],
+    ids=["mysql", "not-a-url", "bad-port"],
+)
+def test_a_database_url_the_service_cannot_open_is_an_error_naming_the_key_not_the_url(
+    tmp_path: Path, url: str, says: str
+) -> None:
+    # These used to pass, and end later in a ValueError or ArgumentError traceback from SQLAlchemy.
+    with pytest.raises(ConfigError) as error:
+        load_config(environ={"WEPUSH_DATABASE_URL": url, "WEPUSH_DATA_DIR": str(tmp_path)})
+    assert str(error.value).startswith(f"wepush.database.url: {says}")
+    assert "pw-not-shown" not in str(error.value)
+
+
+def test_a_postgresql_database_type_without_a_url_is_an_error_not_sqlite(tmp_path: Path) -> None:
+    # It used to fall back to the data directory's SQLite file, whatever database.type said.
+    with pytest.raises(ConfigError, match=r"^wepush\.database\.url: database\.type postgresql needs"):
+        load_config(environ={"WEPUSH_DATABASE_TYPE": "postgresql", "WEPUSH_DATA_DIR": str(tmp_path)})
+
+
 def test_an_s3_artifact_store_needs_its_bucket(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"wepush\.artifacts\.s3\.bucket"):
         load_config(environ={"WEPUSH_ARTIFACTS_TYPE": "s3", "WEPUSH_DATA_DIR": str(tmp_path)})

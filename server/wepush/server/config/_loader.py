@@ -297,6 +297,27 @@ def _check_bind_address(document: dict[str, Any]) -> None:
         )
 
 
+def _check_database(document: dict[str, Any]) -> None:
+    """A URL the Service could not open fails here, naming the key, not as a traceback at start. The URL
+    itself is never quoted: it may carry a password."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    database = document["wepush"]["database"]
+    if not database["url"]:
+        if database["type"] != "sqlite":
+            raise ConfigError(f"wepush.database.url: database.type {database['type']} needs the server's URL")
+        return
+    try:
+        backend = make_url(database["url"]).get_backend_name()
+    except (ArgumentError, ValueError):
+        raise ConfigError(
+            "wepush.database.url: not a database URL (sqlite:///PATH or postgresql://USER@HOST:PORT/NAME)"
+        ) from None
+    if backend not in ("sqlite", "postgresql"):
+        raise ConfigError(f"wepush.database.url: unsupported database {backend!r}; use sqlite or postgresql")
+
+
 def load_config(
     config_file: Path | None = None,
     *,
@@ -345,4 +366,5 @@ def load_config(
         )
     if document["wepush"]["mode"] == "server" and not document["wepush"]["database"]["url"]:
         raise ConfigError("wepush.database.url: server mode needs a PostgreSQL URL")
+    _check_database(document)
     return build_config(document, resolved_data, config_dir)
