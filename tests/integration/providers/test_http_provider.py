@@ -382,6 +382,28 @@ async def test_query_credential_follows_redirects_within_its_origin_only(vendor:
         assert "access_token" not in dict(other.requests[0].query)
 
 
+async def test_query_credential_never_returns_once_a_redirect_left_its_origin(vendor: VendorServer) -> None:
+    async with VendorServer() as other:
+        vendor.enqueue("/notify", ScriptedResponse(302, headers={"Location": other.url("/a")}))
+        other.enqueue("/a", ScriptedResponse(302, headers={"Location": "/b"}))
+        other.enqueue("/b", ScriptedResponse(302, headers={"Location": vendor.url("/back")}))
+        account = account_doc(vendor.base_url, auth=QUERY_AUTH, allowRedirects=True, maxRedirects=5)
+
+        async with http_session(account) as session:
+            result = await send(session)
+
+        assert result.success
+        # It used to be added again at /b: that hop stays within the origin, but not the one granted.
+        assert [(r.path, dict(r.query).get("access_token")) for r in other.requests] == [
+            ("/a", None),
+            ("/b", None),
+        ]
+        assert [(r.path, dict(r.query).get("access_token")) for r in vendor.requests] == [
+            ("/notify", QUERY_KEY),
+            ("/back", None),
+        ]
+
+
 async def test_connection_test_sends_the_query_credential(vendor: VendorServer) -> None:
     vendor.enqueue("/", ScriptedResponse(200))
     factory = HttpProviderFactory(allow_loopback_for_tests=True)

@@ -184,6 +184,9 @@ class HttpProviderSession(ProviderSession):
         method, url, body = rendered.method, rendered.url, rendered.body
         headers: CIMultiDictProxy[str] | CIMultiDict[str] = rendered.headers
         origin = self._renderer.origin
+        # The credential was granted to the configured origin: once a hop leaves it, it never comes
+        # back, not even to a redirect within the foreign origin.
+        within_granted_origin = True
         hops = 0
         try:
             while True:
@@ -208,8 +211,10 @@ class HttpProviderSession(ProviderSession):
                         except AddressRefusedError as exc:
                             return _fail("HTTP_REDIRECT_REFUSED", f"redirect refused: {exc.reason}")
                         method, body, headers = self._redirected(status, method, body, headers, url, next_url)
-                        if self._auth.query and next_url.origin() == url.origin():
-                            # As the headers do: the credential goes along within its origin only.
+                        within_granted_origin = (
+                            within_granted_origin and str(next_url.origin()) == self._renderer.origin
+                        )
+                        if self._auth.query and within_granted_origin:
                             next_url = next_url.update_query(dict(self._auth.query))
                         url = next_url
                         origin = str(url.origin())
