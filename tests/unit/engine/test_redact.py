@@ -24,6 +24,13 @@ from wepush.agent.engine import SecretMasker, redact_diagnostic
         # An access-log line has no scheme, so no URL rule sees it; the name is percent-encoded.
         ("GET /api/v1/workspaces/w/accounts?access%5Ftoken=QSECRET444 200", "QSECRET444"),
         ("GET /x?page=2&%61pi%4Bey=QSECRET555 200", "QSECRET555"),
+        # A value is masked whole, not up to the first character a name=value word stops at.
+        ('"GET /api/v1/workspaces?token=a,COMMA-QSECRET666 HTTP/1.1" 401', "QSECRET666"),
+        ('"GET /x?page=1&token=ab"cd-QSECRET777 HTTP/1.1" 401', "QSECRET777"),
+        ("GET /x?access_token=a;b{c}<QSECRET888> HTTP/1.1", "QSECRET888"),
+        ("GET /x?jwt=QSECRET-JWT-16&page=2 HTTP/1.1", "QSECRET-JWT"),
+        ("GET /x?bearer=QSECRET-BEARER-19 HTTP/1.1", "QSECRET-BEARER"),
+        ("GET /x?session=QSECRET-SESS-17 HTTP/1.1", "QSECRET-SESS"),
     ],
 )
 def test_a_diagnostic_never_keeps_a_credential(text: str, secret: str) -> None:

@@ -40,8 +40,12 @@ _SENSITIVE_FRAGMENTS: Final = (
     "authorization",
     "cookie",
     "sessionid",
+    "jwt",
+    "bearer",
 )
-_SENSITIVE_EXACT: Final = frozenset({"key", "sign", "sig", "pwd", "pass", "auth", "otp", "pin", "dsn"})
+_SENSITIVE_EXACT: Final = frozenset(
+    {"key", "sign", "sig", "pwd", "pass", "auth", "otp", "pin", "dsn", "session", "sess", "ticket"}
+)
 # Identifiers and metadata *about* secrets: useful in diagnostics and not secret themselves.
 _SAFE_NAMES: Final = frozenset(
     {
@@ -72,6 +76,11 @@ _PEM_PRIVATE_KEY = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL
 )
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
+# A request target without scheme and host: its query is split on "&" like a URL's, so that a value is
+# masked whole, whatever characters it holds. In a request line ("GET /p?token=a,b\"c HTTP/1.1", as the
+# access log has it) the query runs to the space before the protocol, quotes included.
+_REQUEST_LINE_TARGET = re.compile(r"(?<![^\s\"'])(/[^\s?#]*)\?([^\s#]+)(?=(?:#\S*)? HTTP/\d)")
+_REQUEST_TARGET = re.compile(r"(?<![^\s\"'(\[=])(/[^\s?#\"'<>`]*)\?([^\s\"'<>`#]+)")
 _AUTH_SCHEME = re.compile(r"\b(Bearer|Basic|Enrollment|Digest)([ \t]+)[A-Za-z0-9._~+/=:-]{6,}", re.IGNORECASE)
 # GitHub-style ``token <credential>``: only a credential-looking word (a digit in it), so that prose such
 # as "the token expired" stays readable.
@@ -125,6 +134,8 @@ def redact_text(text: str) -> str:
     """Mask every secret shape these rules recognise inside arbitrary text."""
     text = _PEM_PRIVATE_KEY.sub(f"-----PRIVATE KEY {_MASK}-----", text)
     text = _URL.sub(lambda m: _redact_url(m.group(0)), text)
+    for target in (_REQUEST_LINE_TARGET, _REQUEST_TARGET):
+        text = target.sub(lambda m: f"{m.group(1)}?{_mask_parameters(m.group(2))}", text)
     text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{_MASK}", text)
     text = _TOKEN_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{_MASK}", text)
     text = _WEPUSH_TOKEN.sub(lambda m: f"{m.group(1)}_{_MASK}", text)
