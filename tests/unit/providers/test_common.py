@@ -22,6 +22,7 @@ EXPECTED = {
     "duration_field",
     "failed_preview",
     "most_specific",
+    "parse_url",
     "read_capped",
     "scalar_text",
     "secret_ref",

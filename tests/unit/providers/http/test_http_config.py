@@ -54,6 +54,8 @@ def test_seed_example_account_and_message_are_valid() -> None:
         ({"baseUrl": "http://127.0.0.1:8080"}, "/baseUrl", "ADDRESS_REFUSED"),
         ({"baseUrl": "http://[::ffff:10.0.0.1]/"}, "/baseUrl", "ADDRESS_REFUSED"),
         ({"baseUrl": "http://2130706433/"}, "/baseUrl", "ADDRESS_REFUSED"),
+        # An IDNA label that does not decode used to escape as a UnicodeError: a 500 from the API.
+        ({"baseUrl": "https://xn--a.example/"}, "/baseUrl", "INVALID_URL"),
         ({"auth": {"type": "BEARER"}}, "/auth/token", "SCHEMA_REQUIRED"),
         ({"auth": {"type": "BEARER", "token": "plain-text-token"}}, "/auth/token", "SCHEMA_TYPE"),
         ({"auth": {"type": "BASIC", "username": "u"}}, "/auth/password", "SCHEMA_REQUIRED"),

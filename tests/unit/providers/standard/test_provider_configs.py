@@ -211,6 +211,12 @@ def test_webhook_secrets_may_be_the_whole_official_url_or_just_the_credential(
         (access_token_of, "https://oapi.dingtalk.com:8443/robot/send?access_token=0123456789abcdef"),
         (webhook_key_of, "https://127.0.0.1/cgi-bin/webhook/send?key=5f0c9a3e-1b2c"),
         (webhook_key_of, "key with spaces"),
+        # A host whose IDNA label does not decode: yarl parses it and fails only when the host is read.
+        (
+            lambda v: hook_id_of(v, "open.feishu.cn"),
+            "https://xn--a.example/open-apis/bot/v2/hook/abcd-1234-ef",
+        ),
+        (access_token_of, "https://xn--a.example/robot/send?access_token=0123456789abcdef"),
     ],
 )
 def test_a_webhook_secret_pointing_anywhere_but_the_official_host_is_refused_without_echoing_it(

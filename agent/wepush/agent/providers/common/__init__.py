@@ -14,7 +14,7 @@ never imports a concrete provider.
 from __future__ import annotations
 
 from ._cancel import await_cancellable
-from ._config import DEFAULT_SECRET_NAMESPACE, ConfigError, duration_field, secret_ref
+from ._config import DEFAULT_SECRET_NAMESPACE, ConfigError, duration_field, parse_url, secret_ref
 from ._preview import failed_preview
 from ._schema_rules import most_specific, value_free_rule, violation_path
 from ._template import RenderProblem, Template, TemplateSyntaxError, UnknownVariableError, scalar_text
@@ -32,6 +32,7 @@ __all__ = [
     "duration_field",
     "failed_preview",
     "most_specific",
+    "parse_url",
     "read_capped",
     "scalar_text",
     "secret_ref",

@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+from yarl import URL
+
 from wepush.agent.engine import parse_duration
 from wepush.agent.providers.spi import SecretRef, ValidationIssue
 
-__all__ = ["DEFAULT_SECRET_NAMESPACE", "ConfigError", "duration_field", "secret_ref"]
+__all__ = ["DEFAULT_SECRET_NAMESPACE", "ConfigError", "duration_field", "parse_url", "secret_ref"]
 
 #: Namespace used when a ``{"$secret": ...}`` reference does not name one.
 DEFAULT_SECRET_NAMESPACE = "default"  # noqa: S105 - a namespace name, not a credential
@@ -55,3 +57,12 @@ def duration_field(
         issues.append(ValidationIssue(f"/{key}", "NOT_POSITIVE", "must be longer than zero"))
         return parse_duration(default)
     return value
+
+
+def parse_url(text: str) -> URL:
+    """``URL(text)``, raising ``ValueError`` for every URL that cannot be used, a host whose IDNA label
+    does not decode (``https://xn--a.example/``) included: yarl parses that one and fails only when
+    ``.host`` is first read, which would otherwise happen outside the caller's ``try``."""
+    url = URL(text)
+    _ = url.host  # decodes the host now, raising UnicodeError (a ValueError) for a bad label
+    return url

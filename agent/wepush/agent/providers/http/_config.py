@@ -28,6 +28,7 @@ from wepush.agent.providers.common import (
     Template,
     duration_field,
     most_specific,
+    parse_url,
     secret_ref,
     value_free_rule,
     violation_path,
@@ -155,7 +156,7 @@ def _load(document: ConfigDocument, schema: Mapping[str, Any]) -> tuple[Any, lis
 
 def _base_url(text: str, policy: AddressPolicy, issues: list[ValidationIssue]) -> URL:
     try:
-        url = URL(text)
+        url = parse_url(text)
     except ValueError:
         issues.append(_issue("/baseUrl", "INVALID_URL", "is not a valid URL"))
         return URL("http://invalid.invalid")

@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from yarl import URL
-
-from wepush.agent.providers.common import ConfigError
+from wepush.agent.providers.common import ConfigError, parse_url
 
 from ._config import issue
 
@@ -39,7 +37,7 @@ class WebhookSecret:
                 return value
             raise self._refused(self.invalid_code, f"is neither {self.noun} nor a webhook URL")
         try:
-            url = URL(value)
+            url = parse_url(value)
         except ValueError:
             raise self._refused(self.invalid_code, "is not a valid URL") from None
         if url.scheme != "https" or url.host != self.host or url.port != 443 or url.path != self.path:

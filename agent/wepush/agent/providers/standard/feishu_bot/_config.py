@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from yarl import URL
-
+from wepush.agent.providers.common import parse_url
 from wepush.agent.providers.spi import ConfigDocument, SecretRef, ValidationIssue
 from wepush.agent.providers.standard._vendor import (
     ConfigError,
@@ -91,7 +90,7 @@ def hook_id_of(webhook: str, host: str) -> str:
             return webhook
         raise ConfigError([issue("/webhook", "WEBHOOK_INVALID", "is neither a webhook URL nor a hook id")])
     try:
-        url = URL(webhook)
+        url = parse_url(webhook)
     except ValueError:
         raise ConfigError([issue("/webhook", "WEBHOOK_INVALID", "is not a valid URL")]) from None
     if url.scheme != "https" or url.host != host or url.port != 443:
