@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.helpers_process import running_service
+from wepush.server.api.middleware import security_headers
 
 
 def test_standalone_service_answers_health_serves_contract_and_docs(tmp_path: Path) -> None:
@@ -78,9 +79,11 @@ def test_a_request_that_is_not_valid_http_gets_a_problem_not_plain_text(
     assert status == "HTTP/1.1 400 Bad Request"
     assert headers["content-type"] == "application/problem+json"
     assert int(headers["content-length"]) == len(body)
-    assert headers["x-content-type-options"] == "nosniff"
+    # Every default header a response from the app carries (it used to have only the first and the last).
+    assert {name: headers.get(name) for name, _ in security_headers("/api")} == dict(security_headers("/api"))
     problem = json.loads(body)
     assert (problem["status"], problem["code"]) == (400, "VALIDATION_FAILED")
+    assert problem["traceId"] == headers["x-trace-id"]
     assert problem["detail"] == (
         "the request is not valid HTTP/1.1 (Invalid HTTP request received); nothing was processed"
     )

@@ -15,6 +15,7 @@ from wepush.server.api.middleware._security_headers import (
     DEFAULT_CONTENT_SECURITY_POLICY,
     DOCS_CONTENT_SECURITY_POLICY,
     SecurityHeadersMiddleware,
+    security_headers,
 )
 from wepush.server.api.middleware._trace import TRACE_ID_HEADER, TraceIdMiddleware
 
@@ -32,5 +33,6 @@ __all__ = [
     "TraceIdMiddleware",
     "cors_middleware_options",
     "problem_body",
+    "security_headers",
     "send_problem",
 ]
