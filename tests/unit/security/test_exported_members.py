@@ -87,6 +87,7 @@ PUBLIC_API = {
         "TraceIdMiddleware",
         "cors_middleware_options",
         "problem_body",
+        "security_headers",
         "send_problem",
     },
 }
