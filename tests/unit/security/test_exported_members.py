@@ -83,6 +83,7 @@ PUBLIC_API = {
         "BodySizeLimitMiddleware",
         "ChunkedBodyMiddleware",
         "CorsOptions",
+        "ProblemCorsMiddleware",
         "SecurityHeadersMiddleware",
         "TraceIdMiddleware",
         "cors_middleware_options",

@@ -9,7 +9,6 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -18,6 +17,7 @@ from starlette.types import Receive, Scope, Send
 from wepush.server.api.middleware import (
     BodyLimitOverride,
     BodySizeLimitMiddleware,
+    ProblemCorsMiddleware,
     SecurityHeadersMiddleware,
     TraceIdMiddleware,
     cors_middleware_options,
@@ -58,7 +58,7 @@ def build_app(*, cors_origins: tuple[str, ...] = ()) -> Starlette:
     ]
     options = cors_middleware_options(cors_origins)
     if options is not None:
-        middleware.append(Middleware(CORSMiddleware, **options))
+        middleware.append(Middleware(ProblemCorsMiddleware, **options))
     return Starlette(
         routes=[
             Route("/api/v1/echo", echo, methods=["POST"]),
@@ -271,6 +271,38 @@ async def test_cors_allows_only_listed_origins() -> None:
 
     assert allowed.headers["access-control-allow-origin"] == "https://ops.example.org"
     assert "access-control-allow-origin" not in refused.headers
+
+
+async def test_a_refused_preflight_is_a_problem_naming_what_was_refused() -> None:
+    async with client(build_app(cors_origins=("https://ops.example.org",))) as http:
+        origin = await http.options(
+            "/api/v1/echo",
+            headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+        )
+        header = await http.options(
+            "/api/v1/echo",
+            headers={
+                "Origin": "https://ops.example.org",
+                "Access-Control-Request-Method": "TRACE",
+                "Access-Control-Request-Headers": "X-Not-Listed",
+            },
+        )
+
+    # starlette answers these in text/plain ("Disallowed CORS origin").
+    for refused in (origin, header):
+        assert refused.status_code == 400
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert refused.json()["code"] == "VALIDATION_FAILED"
+        assert refused.json()["traceId"] == refused.headers["x-trace-id"]
+    assert [e["field"] for e in origin.json()["errors"]] == ["Origin"]
+    assert "access-control-allow-origin" not in origin.headers
+    assert [e["field"] for e in header.json()["errors"]] == [
+        "Access-Control-Request-Method",
+        "Access-Control-Request-Headers",
+    ]
+    assert header.json()["detail"] == (
+        "The cross-origin request was refused: Access-Control-Request-Method, Access-Control-Request-Headers."
+    )
 
 
 def test_empty_cors_allow_list_means_no_cors_middleware() -> None:

@@ -25,7 +25,6 @@ from typing import Any, Final
 from sqlalchemy import inspect, make_url, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
-from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
 from wepush.agent.providers.catalog import ProviderCatalog
@@ -34,6 +33,7 @@ from wepush.server.api.middleware import (
     BodyLimitOverride,
     BodySizeLimitMiddleware,
     ChunkedBodyMiddleware,
+    ProblemCorsMiddleware,
     SecurityHeadersMiddleware,
     TraceIdMiddleware,
     cors_middleware_options,
@@ -525,7 +525,7 @@ def _wrap(config: ServiceConfig) -> Callable[[ASGIApp], ASGIApp]:
         )
         cors = cors_middleware_options(config.server.cors_allowed_origins)
         if cors is not None:
-            wrapped = CORSMiddleware(wrapped, **cors)
+            wrapped = ProblemCorsMiddleware(wrapped, **cors)
         wrapped = SecurityHeadersMiddleware(wrapped)
         return TraceIdMiddleware(wrapped)
 

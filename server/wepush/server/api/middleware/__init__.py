@@ -9,7 +9,7 @@ from wepush.server.api.middleware._body_limit import (
     BodySizeLimitMiddleware,
 )
 from wepush.server.api.middleware._chunked_body import ChunkedBodyMiddleware
-from wepush.server.api.middleware._cors import CorsOptions, cors_middleware_options
+from wepush.server.api.middleware._cors import CorsOptions, ProblemCorsMiddleware, cors_middleware_options
 from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_body, send_problem
 from wepush.server.api.middleware._security_headers import (
     DEFAULT_CONTENT_SECURITY_POLICY,
@@ -29,6 +29,7 @@ __all__ = [
     "BodySizeLimitMiddleware",
     "ChunkedBodyMiddleware",
     "CorsOptions",
+    "ProblemCorsMiddleware",
     "SecurityHeadersMiddleware",
     "TraceIdMiddleware",
     "cors_middleware_options",

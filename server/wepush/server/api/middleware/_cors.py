@@ -1,12 +1,30 @@
-"""Options for starlette's CORSMiddleware from an explicit origin allow-list."""
+"""CORS from an explicit origin allow-list: starlette's CORSMiddleware, refusing a preflight with a problem."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Final, TypedDict
 from urllib.parse import urlsplit
 
-__all__ = ["CorsOptions", "cors_middleware_options"]
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+
+from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_body
+from wepush.server.infra.logging import current_trace_id
+
+__all__ = ["CorsOptions", "ProblemCorsMiddleware", "cors_middleware_options"]
+
+# What starlette's refusal ("Disallowed CORS origin, headers") names, as the request header that asked.
+_REFUSED_PARTS: Final = {
+    "origin": ("Origin", "is not in the CORS allow-list (wepush.server.cors-allowed-origins)"),
+    "method": ("Access-Control-Request-Method", "is not a method cross-origin requests may use"),
+    "headers": ("Access-Control-Request-Headers", "names a header cross-origin requests may not send"),
+    "private-network": ("Access-Control-Request-Private-Network", "is not allowed"),
+}
+_REFUSAL_PREFIX: Final = "Disallowed CORS "
 
 
 class CorsOptions(TypedDict):
@@ -62,3 +80,40 @@ def cors_middleware_options(allowed_origins: Sequence[str]) -> CorsOptions | Non
         allow_credentials=False,
         max_age=600,
     )
+
+
+class ProblemCorsMiddleware(CORSMiddleware):
+    """A refused preflight is ``application/problem+json`` naming what was refused, as every other error;
+    starlette answers it in plain text. Only the body changes: the refusal itself is starlette's."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code != 400:
+            return response
+        text = bytes(response.body).decode("utf-8", errors="replace")
+        parts = text.removeprefix(_REFUSAL_PREFIX).split(", ") if text.startswith(_REFUSAL_PREFIX) else []
+        errors = [
+            {"field": field, "code": "NOT_ALLOWED", "message": message}
+            for field, message in (_REFUSED_PARTS[part] for part in parts if part in _REFUSED_PARTS)
+        ]
+        body = problem_body(
+            status=400,
+            code="VALIDATION_FAILED",
+            title="Request validation failed",
+            detail="The cross-origin request was refused: "
+            + (", ".join(e["field"] for e in errors) or "not allowed")
+            + ".",
+            trace_id=current_trace_id() or uuid.uuid4().hex,
+        )
+        body["errors"] = errors
+        headers = {
+            name: value
+            for name, value in response.headers.items()
+            if name.lower() not in ("content-type", "content-length")
+        }
+        return Response(
+            json.dumps(body, separators=(",", ":")),
+            status_code=400,
+            headers=headers,
+            media_type=PROBLEM_CONTENT_TYPE,
+        )
