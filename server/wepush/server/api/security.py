@@ -21,11 +21,18 @@ def _services(request: ConnexionRequest) -> ApplicationServices:
     return services
 
 
+def _sent_once(request: ConnexionRequest, header: str) -> bool:
+    """A credential header may appear once: with two, a proxy in front may have judged the other one."""
+    return len(request.headers.getlist(header)) == 1
+
+
 def _token_info(principal: Principal | None) -> dict[str, Any] | None:
     return None if principal is None else {"sub": principal.id, PRINCIPAL_KEY: principal}
 
 
 async def api_token_info(token: str, request: ConnexionRequest) -> dict[str, Any] | None:
+    if not _sent_once(request, "Authorization"):
+        return None
     services = _services(request)
     principal = await services.auth.authenticate_api_token(token)
     if principal is not None:
@@ -35,8 +42,12 @@ async def api_token_info(token: str, request: ConnexionRequest) -> dict[str, Any
 
 
 async def agent_credential_info(api_key: str, request: ConnexionRequest) -> dict[str, Any] | None:
+    if not _sent_once(request, "X-WePush-Agent-Credential"):
+        return None
     return _token_info(await _services(request).auth.authenticate_agent(api_key))
 
 
 async def enrollment_token_info(api_key: str, request: ConnexionRequest) -> dict[str, Any] | None:
+    if not _sent_once(request, "X-WePush-Enrollment-Token"):
+        return None
     return _token_info(await _services(request).auth.authenticate_enrollment(api_key))
