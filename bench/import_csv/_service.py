@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from ._cpu import CpuMeter, CpuUse
+
 UPLOAD_CHUNK = 1024 * 1024
 
 
@@ -107,6 +109,8 @@ class ImportTiming:
     commit_s: float
     counts: dict[str, int]
     recipients: int
+    upload_cpu: CpuUse
+    commit_cpu: CpuUse
 
     @property
     def total_s(self) -> float:
@@ -142,14 +146,23 @@ def import_file(
             201,
         )
         base = f"{ws}/audiences/{audience['id']}/imports/{started['id']}"
+        cpu = CpuMeter(service.process.pid)
         began = time.perf_counter()
         staged = _ok(
             client.put(f"{base}/content", content=_file_chunks(csv_path), headers=upload_headers),
             200,
         )
         uploaded = time.perf_counter()
+        upload_cpu = cpu.lap()
         snapshot = _ok(client.post(f"{base}/commit", json={"version": audience["version"]}), 201)
         committed = time.perf_counter()
+        commit_cpu = cpu.lap()
     return ImportTiming(
-        rows, uploaded - began, committed - uploaded, staged["counts"], snapshot["recipientCount"]
+        rows,
+        uploaded - began,
+        committed - uploaded,
+        staged["counts"],
+        snapshot["recipientCount"],
+        upload_cpu,
+        commit_cpu,
     )

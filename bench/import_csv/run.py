@@ -5,7 +5,8 @@ Phases (each Service phase in a fresh ``wepush serve`` process on a free loopbac
 1. SQLite, 100,000 rows: peak RSS of the Service (``VmHWM``).
 2. SQLite, 1,000,000 rows: end-to-end rows/s and peak RSS; then the same file gzip-compressed
    (``Content-Encoding: gzip``), as a user sends a large export to save bandwidth.
-3. PostgreSQL (a temporary database), 1,000,000 rows: end-to-end rows/s.
+3. PostgreSQL (a temporary database), 1,000,000 rows: end-to-end rows/s, and the CPU seconds the Service
+   and the PostgreSQL server spent in the upload and in the commit.
 4. Baselines with the same file: bare SQLite ``executemany`` into a table shaped like the staging table,
    and one server-side PostgreSQL ``COPY`` into an unindexed table.
 
@@ -18,6 +19,7 @@ import argparse
 import asyncio
 import gzip
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -53,7 +55,10 @@ def _service_phase(
         peak = service.peak_rss_mib()
     print(
         f"{name:>14}: {rows:>9,} rows  upload {timing.upload_s:6.1f}s  commit {timing.commit_s:5.1f}s  "
-        f"{timing.rows_per_s:9,.0f} rows/s  RSS idle {idle:6.1f} MiB  peak {peak:6.1f} MiB",
+        f"{timing.rows_per_s:9,.0f} rows/s  RSS idle {idle:6.1f} MiB  peak {peak:6.1f} MiB\n"
+        f"{'':>14}  CPU seconds  upload: Service {timing.upload_cpu.service_s:5.1f}  "
+        f"PostgreSQL {timing.upload_cpu.postgres_s:5.1f}   commit: Service {timing.commit_cpu.service_s:5.1f}  "
+        f"PostgreSQL {timing.commit_cpu.postgres_s:5.1f}",
         flush=True,
     )
     return timing, idle, peak
@@ -122,6 +127,11 @@ def main(argv: list[str] | None = None) -> None:
         "pg_commit_s": round(pg_large.commit_s, 2),
         "pg_copy_rows_per_s": round(copy_rows / copy_s),
         "pg_copy_ratio": round(pg_large.rows_per_s / (copy_rows / copy_s), 3),
+        "pg_upload_cpu_service_s": round(pg_large.upload_cpu.service_s, 2),
+        "pg_upload_cpu_postgres_s": round(pg_large.upload_cpu.postgres_s, 2),
+        "pg_commit_cpu_service_s": round(pg_large.commit_cpu.service_s, 2),
+        "pg_commit_cpu_postgres_s": round(pg_large.commit_cpu.postgres_s, 2),
+        "cpus": os.cpu_count(),
         "pg_snapshot_copy_s": round(floor_s, 2),
         "pg_ratio_bound": round(copy_s / floor_s, 3),
         "rss_100k_mib": round(rss_small, 1),

@@ -3,6 +3,7 @@ and an upload is failed as abandoned only while still STAGING with its lease run
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import timedelta
 
@@ -116,3 +117,21 @@ async def test_a_renewed_lease_or_an_import_without_one_is_not_abandoned(
 
     assert results == [None, None]
     assert states == [ImportState.STAGING, ImportState.STAGING]
+
+
+async def test_staging_writes_run_side_by_side_exactly_where_the_factory_says_so(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock, database_backend: str
+) -> None:
+    # An upload keeps two staging writes in flight only where neither waits for the other's commit.
+    receiving = await _receiving(uow_factory, db_clock)
+    assert uow_factory.writers_side_by_side is (database_backend == "postgresql")
+    if not uow_factory.writers_side_by_side:
+        return
+    async with uow_factory() as first:
+        await first.audience_imports.stage_rows(receiving.id, [accepted(4, "k4")])
+        # The first write is still open: a second one of the same import lands and commits meanwhile.
+        async with asyncio.timeout(10), uow_factory() as second:
+            await second.audience_imports.stage_rows(receiving.id, [accepted(5, "k5")])
+    async with uow_factory(read_only=True) as uow:
+        counts = await uow.audience_imports.count_staged(receiving.id)
+    assert counts.accepted_rows == 4

@@ -97,6 +97,10 @@ class DownOnce:
     def concurrent(self) -> bool:
         return self._real.concurrent
 
+    @property
+    def writers_side_by_side(self) -> bool:
+        return self._real.writers_side_by_side
+
     def reader_beside_writer(self) -> AbstractAsyncContextManager[tuple[UnitOfWork | None, UnitOfWork]]:
         return self._real.reader_beside_writer()
 

@@ -30,6 +30,10 @@ class BreakableDatabase:
     def concurrent(self) -> bool:
         return self.inner.concurrent
 
+    @property
+    def writers_side_by_side(self) -> bool:
+        return self.inner.writers_side_by_side
+
     def reader_beside_writer(self) -> Any:
         return self.inner.reader_beside_writer()
 

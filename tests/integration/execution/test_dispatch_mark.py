@@ -54,6 +54,10 @@ class _CountingFactory:
     def concurrent(self) -> bool:
         return self._inner.concurrent
 
+    @property
+    def writers_side_by_side(self) -> bool:
+        return self._inner.writers_side_by_side
+
     def reader_beside_writer(self) -> Any:
         return self._inner.reader_beside_writer()
 

@@ -68,6 +68,7 @@ class _GatedFactory:
         self._inner = inner
         self._gate = gate
         self.concurrent = inner.concurrent
+        self.writers_side_by_side = inner.writers_side_by_side
 
     def __call__(self, *, read_only: bool = False) -> Any:
         if read_only:

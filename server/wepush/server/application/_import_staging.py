@@ -1,14 +1,17 @@
 """Stream an upload into the staging table: bytes → records → rows → short batch transactions.
 
 The body is read chunk by chunk and every finished batch is written in a transaction of its own, so
-memory holds one chunk and at most two batches whatever the file size, and no transaction spans the
-upload. The next batch is parsed while the previous one is being written (one write in flight).
+memory holds one chunk and a few batches whatever the file size, and no transaction spans the upload.
+The next batch is parsed while the previous ones are being written: one write in flight where the
+database takes one writer at a time (SQLite), two where writers run side by side (PostgreSQL), so the
+database's work on one batch overlaps its work on the next as well as the parsing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -25,8 +28,12 @@ __all__ = ["STAGE_BATCH_ROWS", "StagingOutcome", "stage_upload"]
 
 #: Rows per staging transaction: large enough to amortise a commit, small enough to keep memory flat.
 STAGE_BATCH_ROWS: Final = 10000
+#: Staging writes in flight where writers run side by side. Two keep the database busy while this
+#: process parses (a million rows staged about 15 % faster on PostgreSQL than with one); each holds a
+#: pooled connection, so more would only take connections from other requests.
+STAGE_WRITES_IN_FLIGHT: Final = 2
 #: Lines turned into records between two yields to the event loop (under a millisecond of work: every
-#: database round trip of the write in flight waits for the next yield).
+#: database round trip of the writes in flight waits for the next yield).
 _SLICE_LINES: Final = 250
 _MIN_RECORD_CHARS: Final = 64 * 1024
 _ACCEPTED: Final = StagedRowStatus.ACCEPTED.value
@@ -52,26 +59,31 @@ def max_record_chars(limits: ImportLimits) -> int:
 
 
 class _BatchWriter:
-    """Writes batches in their own transactions, one in flight while the caller prepares the next."""
+    """Writes batches in their own transactions, up to ``in_flight`` at once while the caller prepares
+    the next. Every staged row carries its line number, so the order the writes commit in is free."""
 
-    def __init__(self, uow: UnitOfWorkFactory, import_id: str) -> None:
+    def __init__(self, uow: UnitOfWorkFactory, import_id: str, *, in_flight: int) -> None:
         self._uow = uow
         self._import_id = import_id
-        self._inflight: asyncio.Task[int] | None = None
+        self._in_flight = in_flight
+        self._writes: deque[asyncio.Task[int]] = deque()
 
     async def write(self, rows: list[StagedRecord]) -> None:
-        await self.drain()
-        self._inflight = asyncio.create_task(self._stage(rows))
+        """Start writing ``rows`` once fewer than ``in_flight`` writes are under way; raises the error
+        of an earlier write that failed."""
+        while len(self._writes) >= self._in_flight:
+            await self._writes.popleft()
+        self._writes.append(asyncio.create_task(self._stage(rows)))
 
     async def drain(self) -> None:
-        task, self._inflight = self._inflight, None
-        if task is not None:
-            await task
+        while self._writes:
+            await self._writes.popleft()
 
     async def abandon(self) -> None:
-        """Let a write in flight finish (its rows are discarded with the failed import)."""
-        with contextlib.suppress(Exception):
-            await self.drain()
+        """Let every write in flight finish (their rows are discarded with the failed import)."""
+        while self._writes:
+            with contextlib.suppress(Exception):
+                await self._writes.popleft()
 
     async def _stage(self, rows: list[StagedRecord]) -> int:
         async with self._uow() as uow:
@@ -100,7 +112,7 @@ async def stage_upload(
         max_record_chars=max_record_chars(limits),
     )
     builder = RowBuilder(settings, limits)
-    writer = _BatchWriter(uow, import_id)
+    writer = _BatchWriter(uow, import_id, in_flight=STAGE_WRITES_IN_FLIGHT if uow.writers_side_by_side else 1)
     pending: list[StagedRecord] = []
     received = 0
     rows = 0
@@ -108,8 +120,8 @@ async def stage_upload(
     keys = RepeatedKeys()
 
     async def take(block: ReadBlock) -> None:
-        # In slices, yielding to the loop in between: the write in flight needs the loop for each of
-        # its round trips to the database, and a whole chunk parsed at once would hold them back.
+        # In slices, yielding to the loop in between: the writes in flight need the loop for each of
+        # their round trips to the database, and a whole chunk parsed at once would hold them back.
         nonlocal rows, rejected
         for piece in _slices(block):
             records = builder.records(import_id, piece)

@@ -82,6 +82,12 @@ class UnitOfWorkFactory(Protocol):
         one connection shared by all, so a second unit of work would join the first's transaction)."""
         ...
 
+    @property
+    def writers_side_by_side(self) -> bool:
+        """Whether two writing units of work make progress at the same time (PostgreSQL locks rows),
+        rather than one waiting for the other to commit (SQLite has one write lock per database)."""
+        ...
+
     def reader_beside_writer(self) -> AbstractAsyncContextManager[tuple[UnitOfWork | None, UnitOfWork]]:
         """A read-only unit of work on a connection of its own beside a writing one, for a use case that
         reads at length while it writes (the reader is None where the two could not run side by side).

@@ -207,6 +207,10 @@ class SqlUnitOfWorkFactory:
     def concurrent(self) -> bool:
         return not isinstance(self._engine.sync_engine.pool, StaticPool | SingletonThreadPool)
 
+    @property
+    def writers_side_by_side(self) -> bool:
+        return self.concurrent and self._engine.dialect.name != "sqlite"
+
     def __call__(self, *, read_only: bool = False) -> SqlUnitOfWork:
         return SqlUnitOfWork(self._engine, clock=self._clock, read_only=read_only)
 
