@@ -72,6 +72,22 @@ async def test_create_audience_is_idempotent_per_key(tmp_path: Path) -> None:
         assert (other.status_code, other.json()["code"]) == (409, "IDEMPOTENCY_CONFLICT")
 
 
+async def test_two_idempotency_keys_are_refused_and_create_nothing(tmp_path: Path) -> None:
+    """With two keys, a retry could repeat either: the request is refused rather than one key picked."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        response = await app.client.post(
+            ws_url(ws, "audiences"),
+            headers=[*app.admin().items(), ("Idempotency-Key", "a"), ("Idempotency-Key", "b")],
+            json={"name": "twice"},
+        )
+        listed = expect(await app.client.get(ws_url(ws, "audiences"), headers=app.admin()), 200)
+    problem = expect(response, 400)
+    assert problem["code"] == "VALIDATION_FAILED"
+    assert [error["field"] for error in problem["errors"]] == ["Idempotency-Key"]
+    assert listed["items"] == []
+
+
 async def test_a_deleted_audience_takes_its_snapshots_and_recipients_out_of_sight(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

@@ -82,6 +82,7 @@ PUBLIC_API = {
         "BodyLimitOverride",
         "BodySizeLimitMiddleware",
         "ChunkedBodyMiddleware",
+        "MediaTypeMiddleware",
         "CorsOptions",
         "ProblemCorsMiddleware",
         "SecurityHeadersMiddleware",

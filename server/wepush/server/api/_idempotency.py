@@ -7,17 +7,24 @@ from typing import Any
 from connexion.context import request
 
 from wepush.server.application.auth import Principal
-from wepush.server.application.idempotency import request_fingerprint, validate_idempotency_key
+from wepush.server.application.idempotency import (
+    IdempotencyKeyInvalid,
+    request_fingerprint,
+    validate_idempotency_key,
+)
 from wepush.server.application.idempotent import IdempotencyRequest
 
 
 def idempotency_request(
     operation: str, principal: Principal, workspace_id: str | None, body: Any
 ) -> IdempotencyRequest | None:
-    raw = request.headers.get("idempotency-key")
-    if raw is None:
+    sent = request.headers.getlist("idempotency-key")
+    if not sent:
         return None
-    key = validate_idempotency_key(raw)
+    if len(sent) > 1:
+        # Which one a retry would repeat is anyone's guess: refuse rather than pick.
+        raise IdempotencyKeyInvalid("Idempotency-Key: send the header once")
+    key = validate_idempotency_key(sent[0])
     # The scope ties the key to its operation, workspace and caller: the same key elsewhere is unrelated.
     scope = f"{operation}:{workspace_id or '-'}:{principal.id}"
     return IdempotencyRequest(

@@ -52,8 +52,10 @@ class IdempotencyKeyInvalid(Exception):
     code: ClassVar[str] = "VALIDATION_FAILED"
     status: ClassVar[int] = 400
 
-    def __init__(self) -> None:
-        super().__init__(f"Idempotency-Key must be 1..{MAX_KEY_LENGTH} visible ASCII characters")
+    def __init__(
+        self, message: str = f"Idempotency-Key must be 1..{MAX_KEY_LENGTH} visible ASCII characters"
+    ) -> None:
+        super().__init__(message)
         self.issues = (FieldIssue("Idempotency-Key", "INVALID", str(self)),)
 
 

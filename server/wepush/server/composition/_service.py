@@ -33,6 +33,7 @@ from wepush.server.api.middleware import (
     BodyLimitOverride,
     BodySizeLimitMiddleware,
     ChunkedBodyMiddleware,
+    MediaTypeMiddleware,
     ProblemCorsMiddleware,
     SecurityHeadersMiddleware,
     TraceIdMiddleware,
@@ -519,7 +520,7 @@ def _is_import_upload(path: str) -> bool:
 def _wrap(config: ServiceConfig) -> Callable[[ASGIApp], ASGIApp]:
     def wrap(app: ASGIApp) -> ASGIApp:
         wrapped: ASGIApp = BodySizeLimitMiddleware(
-            ChunkedBodyMiddleware(app),
+            MediaTypeMiddleware(ChunkedBodyMiddleware(app)),
             max_bytes=config.server.max_body_bytes,
             overrides=[BodyLimitOverride(_is_import_upload, config.server.max_upload_bytes)],
         )

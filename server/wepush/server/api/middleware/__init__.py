@@ -10,6 +10,7 @@ from wepush.server.api.middleware._body_limit import (
 )
 from wepush.server.api.middleware._chunked_body import ChunkedBodyMiddleware
 from wepush.server.api.middleware._cors import CorsOptions, ProblemCorsMiddleware, cors_middleware_options
+from wepush.server.api.middleware._media_type import MediaTypeMiddleware
 from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_body, send_problem
 from wepush.server.api.middleware._security_headers import (
     DEFAULT_CONTENT_SECURITY_POLICY,
@@ -29,6 +30,7 @@ __all__ = [
     "BodySizeLimitMiddleware",
     "ChunkedBodyMiddleware",
     "CorsOptions",
+    "MediaTypeMiddleware",
     "ProblemCorsMiddleware",
     "SecurityHeadersMiddleware",
     "TraceIdMiddleware",
