@@ -90,6 +90,30 @@ async def test_a_field_over_the_length_limit_rejects_only_its_row(tmp_path: Path
         assert [(r["lineNumber"], r["code"]) for r in preview["rejected"]] == [(3, "FIELD_TOO_LONG")]
 
 
+async def test_a_quoted_value_longer_than_csvs_own_limit_rejects_only_its_record(tmp_path: Path) -> None:
+    """A quoted note over 128 Ki characters (csv's default field limit) used to end early, and the lines
+    inside it were read as rows: a phone number in the note became a recipient."""
+    async with service(tmp_path, catalog=None) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(
+            app, ws, audience["id"], itemIdField="mobile", fieldMapping={"mobile": "mobile", "note": "note"}
+        )
+        note = "x" * 140_000 + "\n13900000009,injected\nend of note"
+        body = f'mobile,note\n13800000001,"{note}"\n13800000002,ok\n'.encode()
+        staged = expect(await upload(app, ws, audience["id"], started["id"], body), 200)
+        preview = expect(
+            await app.client.get(
+                import_url(ws, audience["id"], started["id"], "preview"), headers=app.admin()
+            ),
+            200,
+        )
+    assert staged["counts"] == {"totalRows": 2, "acceptedRows": 1, "rejectedRows": 1, "duplicateRows": 0}
+    assert [r["itemId"] for r in preview["accepted"]] == ["13800000002"]
+    assert [(r["lineNumber"], r["code"]) for r in preview["rejected"]] == [(2, "FIELD_TOO_LONG")]
+    assert "note" in preview["rejected"][0]["reason"]
+
+
 async def test_a_body_over_the_byte_limit_is_payload_too_large(tmp_path: Path) -> None:
     async with service(tmp_path, WEPUSH_IMPORTS_MAX_BYTES="10000") as app:
         ws = await default_workspace(app)

@@ -225,6 +225,18 @@ def test_a_quote_never_closed_on_the_last_line_rejects_only_that_line() -> None:
     assert records[2].raw == '3,"open\n'
 
 
+@pytest.mark.parametrize("chunk", [4096, 1 << 16])
+def test_a_quoted_value_longer_than_csvs_default_limit_stays_one_record(chunk: int) -> None:
+    """csv's default field limit (128 Ki characters) used to end the value early and read the lines
+    inside it as records: a phone number in a note became a recipient."""
+    note = "x" * 140_000 + "\n13900000009,Mallory,injected\nend of note"
+    data = f'mobile,name,note\n13800000001,Ann,"{note}"\n13800000002,Bob,ok\n'.encode()
+    records = read(data, chunk=chunk, max_record_chars=1 << 20)
+    assert [(r.line_number, r.problem) for r in records] == [(1, None), (2, None), (5, None)]
+    assert records[1].values == ["13800000001", "Ann", note]
+    assert records[2].values == ["13800000002", "Bob", "ok"]
+
+
 def test_other_delimiters_are_honoured() -> None:
     assert read(b"a;b\n1;2\n", chunk=3, delimiter=";")[1].values == ["1", "2"]
 

@@ -42,7 +42,15 @@ _UNSTORABLE: Final = re.compile("[\x00\udc80-\udcff]")
 _JSON_AS_IS_TXT: Final = bytes(b for b in range(0x20, 0x100) if b not in b'"\\') + b"\n"
 _JSON_AS_IS_CSV: Final = _JSON_AS_IS_TXT + b"\r"
 _CSV_EOF_IN_QUOTES: Final = "unexpected end of data"
-_CSV_FIELD_LIMIT: Final = "field larger than field limit"
+#: ``csv`` refuses a field longer than its limit (128 Ki characters by default) and then reads on at the
+#: next line as if outside quotes, so the lines inside a long quoted value became rows of their own (a
+#: phone number in a note, accepted as a recipient). The reader bounds a record itself
+#: (``max_record_chars``, 16 Mi characters at most), and a field over the import's field length is
+#: rejected by the row builder naming its column, so csv's own limit is lifted above any record. The
+#: limit is process-wide; nothing in the Service relies on the default.
+_CSV_FIELD_SIZE_LIMIT: Final = 2**31 - 1
+if csv.field_size_limit() < _CSV_FIELD_SIZE_LIMIT:
+    csv.field_size_limit(_CSV_FIELD_SIZE_LIMIT)
 
 
 #: What a file whose lines end in a carriage return alone (classic Mac OS, "CSV (Macintosh)") reads as:
@@ -64,7 +72,6 @@ class RecordProblem:
     INVALID_ENCODING: Final = "INVALID_ENCODING"
     INVALID_CHARACTER: Final = "INVALID_CHARACTER"
     MALFORMED_CSV: Final = "MALFORMED_CSV"
-    FIELD_TOO_LONG: Final = "FIELD_TOO_LONG"
 
 
 class ParsedRecord(NamedTuple):
@@ -289,12 +296,7 @@ class RecordReader:
                         "(a quote inside a field is written twice) and start a new import"
                     ) from None
                 raw = "".join(lines[start:end])
-                code = (
-                    RecordProblem.FIELD_TOO_LONG
-                    if message.startswith(_CSV_FIELD_LIMIT)
-                    else RecordProblem.MALFORMED_CSV
-                )
-                out.append(ParsedRecord(base + start + 1, None, raw, code))
+                out.append(ParsedRecord(base + start + 1, None, raw, RecordProblem.MALFORMED_CSV))
                 start = end
         self._lines_done = base + len(lines) - len(self._carry)
         return out

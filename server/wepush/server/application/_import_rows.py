@@ -7,7 +7,6 @@ wins), so this step keeps no per-recipient state and its memory stays flat for a
 
 from __future__ import annotations
 
-import csv
 import operator
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring
@@ -48,7 +47,7 @@ class RowCode:
     MALFORMED_CSV; the database adds DUPLICATE_ITEM_KEY)."""
 
     COLUMN_COUNT: Final = "COLUMN_COUNT"
-    FIELD_TOO_LONG: Final = RecordProblem.FIELD_TOO_LONG
+    FIELD_TOO_LONG: Final = "FIELD_TOO_LONG"
     MISSING_FIELD: Final = "MISSING_FIELD"
     ITEM_ID_TOO_LONG: Final = "ITEM_ID_TOO_LONG"
 
@@ -57,7 +56,6 @@ _PROBLEM_REASONS: Final = {
     RecordProblem.INVALID_ENCODING: "the line is not valid {encoding}",
     RecordProblem.INVALID_CHARACTER: "the line contains a NUL character",
     RecordProblem.MALFORMED_CSV: "the line is not well-formed CSV (check the quotes)",
-    RecordProblem.FIELD_TOO_LONG: "a field is longer than the parser accepts",
 }
 
 #: What a line the chosen encoding cannot read usually is instead.
@@ -225,8 +223,6 @@ class RowBuilder:
         width, key_index, max_field = self._width, self._key_index, self._max_field
         delimiter, accepted = self._settings.delimiter, _ACCEPTED.value
         encode = self._encode_fields(verbatim=block.json_verbatim)
-        # A field longer than csv's own limit is rejected by the parser, not by the field check.
-        parser_limit = csv.field_size_limit()
         for index in range(start, len(lines)):
             line = lines[index]
             values = [line.strip()] if txt else line.split(delimiter)
@@ -236,7 +232,7 @@ class RowBuilder:
             if (
                 not key
                 or len(key) > MAX_ITEM_KEY_CHARS
-                or (len(line) > max_field and max(map(len, values)) > min(max_field, parser_limit))
+                or (len(line) > max_field and max(map(len, values)) > max_field)
             ):
                 self._build_one(import_id, line_number + index + 1, line, txt, append)
                 continue
@@ -255,11 +251,7 @@ class RowBuilder:
         if not line:
             return
         values = line.split(self._settings.delimiter)
-        if max(map(len, values)) > csv.field_size_limit():
-            record = ParsedRecord(line_number, None, line, RecordProblem.FIELD_TOO_LONG)
-        else:
-            record = ParsedRecord(line_number, values, line, None)
-        append(staged_record(import_id, self.build(record)))
+        append(staged_record(import_id, self.build(ParsedRecord(line_number, values, line, None))))
 
     def _encode_fields(self, *, verbatim: bool = False) -> Callable[[list[str]], str]:
         """values → the canonical JSON text of the mapped fields (keys sorted, as ``canonical_json``).
