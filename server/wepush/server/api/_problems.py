@@ -218,6 +218,25 @@ async def handle_unexpected(request: ConnexionRequest, exc: Exception) -> Connex
     )
 
 
+async def handle_client_disconnect(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    """The client closed the connection before its request body was complete (an upload cancelled,
+    a proxy timing out): an everyday event, logged without a traceback so that alerting on errors does
+    not fire for it. Nobody reads the answer; what the request had started (an import) has already been
+    failed by its use case."""
+    _log.info(
+        "client went away before the end of its request body: %s %s",
+        request.method,
+        request.url.path,
+        extra={"event": "CLIENT_DISCONNECTED"},
+    )
+    return problem_response(
+        "VALIDATION_FAILED",
+        "The connection closed before the request body was complete.",
+        status=400,
+        trace_id=_trace_id(request),
+    )
+
+
 def _domain_extras(exc: Exception) -> tuple[list[dict[str, str]], dict[str, Any]]:
     errors: list[dict[str, str]] = []
     extra: dict[str, Any] = {}

@@ -13,11 +13,13 @@ from connexion import AsyncApp
 from connexion.exceptions import ProblemException
 from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wepush.server.api._context import SCOPE_KEY
 from wepush.server.api._problems import (
     AllowedMethods,
+    handle_client_disconnect,
     handle_coded_error,
     handle_connexion_problem,
     handle_not_started,
@@ -126,6 +128,7 @@ def create_app(
     for coded in CODED_ERRORS:
         app.add_error_handler(coded, handle_coded_error)
     app.add_error_handler(ServiceNotStarted, handle_not_started)
+    app.add_error_handler(ClientDisconnect, handle_client_disconnect)
     app.add_error_handler(Exception, handle_unexpected)
     asgi: ASGIApp = ServicesMiddleware(app, services)
     if wrap is not None:
