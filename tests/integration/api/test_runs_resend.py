@@ -19,7 +19,7 @@ from tests.integration.api._support_runs import (
     uow,
 )
 from wepush.server.application.execution import item_id_for
-from wepush.server.domain import ItemState, PageRequest, RunState
+from wepush.server.domain import ItemState, PageRequest, RunState, SecretRecord, new_id, utc_now
 
 OUTCOMES = {
     "13800000001": ItemState.SUCCEEDED,
@@ -103,6 +103,74 @@ async def test_a_resend_run_is_limited_to_exactly_the_matching_items_and_copies_
     assert resend.snapshot["account"] == source.snapshot["account"]
     assert resend.snapshot["account"]["config"] == {"name": "fake"}
     assert resend.snapshot["resendOf"] == {"runId": run_id, "outcomes": ["FAILED", "UNKNOWN", "UNSENT"]}
+
+
+async def _seal(app: RunningApp, world: World, name: str, value: str, record_version: int) -> None:
+    """Seal ``value`` as the account's secret ``name``, replacing the record there (as REPLACE does)."""
+    assert app.runtime.deps is not None
+    store = app.runtime.deps.secret_store
+    now = utc_now()
+    async with uow(app)() as unit:
+        found = await unit.secret_records.find(world.workspace_id, "ACCOUNT", world.account.id, name)
+        if found is not None:
+            await unit.secret_records.delete(world.workspace_id, found.id, found.version)
+        record_id = new_id()
+        sealed = store.encrypt(world.workspace_id, record_id, name, record_version, value.encode())
+        await unit.secret_records.add(
+            SecretRecord(
+                id=record_id,
+                workspace_id=world.workspace_id,
+                owner_type="ACCOUNT",
+                owner_id=world.account.id,
+                name=name,
+                ciphertext=sealed.ciphertext,
+                nonce=sealed.nonce,
+                encrypted_dek=sealed.encrypted_dek,
+                dek_nonce=sealed.dek_nonce,
+                algorithm=sealed.algorithm,
+                key_version=sealed.key_version,
+                record_version=record_version,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+
+async def test_a_resend_after_its_secret_was_replaced_is_refused_before_a_token_is_issued(
+    tmp_path: Path,
+) -> None:
+    """A resend sends with the source run's frozen account, whose secret the store no longer holds:
+    every item would fail at the provider session. Refused with a reason that names the way out."""
+    async with service(tmp_path) as app:
+        world = await seed_world(app, account_config={"name": "fake", "token": {"$secret": "token"}})
+        await _seal(app, world, "token", "rejected-by-the-vendor", 1)
+        run_id = await _finished_run(app, world)
+        kept = await app.client.post(
+            world.runs_url(run_id, "resend-confirmation"), headers=app.admin(), json={"outcomes": ["FAILED"]}
+        )
+        await _seal(app, world, "token", "the-fixed-one", 2)
+        refused = await app.client.post(
+            world.runs_url(run_id, "resend-confirmation"), headers=app.admin(), json={"outcomes": ["FAILED"]}
+        )
+        # A token issued before the replacement does not get a run created either.
+        late = await app.client.post(
+            world.runs_url(run_id, "resend"),
+            headers={**app.admin(), "Idempotency-Key": "resend-late"},
+            json={"outcomes": ["FAILED"], "confirmationToken": kept.json()["confirmationToken"]},
+        )
+        async with uow(app)(read_only=True) as unit:
+            runs = await unit.runs.list_page(world.workspace_id, PageRequest(limit=10))
+
+    assert kept.status_code == 200
+    for answer in (refused, late):
+        assert answer.status_code == 409, answer.text
+        problem = answer.json()
+        assert problem["code"] == "VERSION_CONFLICT"
+        assert "'token'" in problem["detail"]
+        assert "new run from the job" in problem["detail"]
+        assert "fixed" not in answer.text
+        assert "rejected-by" not in answer.text
+    assert [run.id for run in runs.items] == [run_id]
 
 
 async def test_a_resend_token_for_other_outcomes_is_refused(tmp_path: Path) -> None:

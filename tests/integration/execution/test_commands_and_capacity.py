@@ -239,7 +239,8 @@ async def test_a_run_the_engine_refuses_fails_with_every_recipient_unsent(
     done = await load_run(uow, run)
     assert done.state is RunState.FAILED
     assert done.state_reason is not None
-    assert done.state_reason.startswith("PROVIDER_CONFIG_INVALID")
+    assert done.state_reason.startswith("PROVIDER_CONFIG_INVALID: ")
+    assert done.state_reason.count("PROVIDER_CONFIG_INVALID") == 1  # the category once, then the reason
     assert (done.counts.total, done.counts.unsent) == (40, 40)
     async with uow(read_only=True) as unit:
         assert await unit.run_items.count_by_state(run.id) == {ItemState.UNSENT: 40}

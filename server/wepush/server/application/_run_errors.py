@@ -30,6 +30,24 @@ class ConfirmationInvalid(DomainError):
         self.reason = reason
 
 
+class SecretsReplacedSinceRun(DomainError):
+    """A resend sends with its source run's frozen account, secrets included (seed: the new run copies the
+    source run's snapshot and reads no current resource); a secret replaced since is gone, so every item
+    would fail on it. Said before a token is issued, naming the way that does use the new secret."""
+
+    code: ClassVar[str] = "VERSION_CONFLICT"
+
+    def __init__(self, run_id: str, account_id: str, names: Sequence[str]) -> None:
+        listed = ", ".join(repr(name) for name in names)
+        super().__init__(
+            f"The secret {listed} of account {account_id} was replaced after run {run_id} started; a resend "
+            "sends with that run's settings, which the old secret belonged to. Start a new run from the job "
+            "to send with the current secret."
+        )
+        self.run_id = run_id
+        self.names = tuple(names)
+
+
 class EventCursorExpired(DomainError):
     """The requested position is older than the oldest retained event: reload the run detail."""
 

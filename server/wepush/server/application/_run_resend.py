@@ -12,14 +12,29 @@ from collections.abc import Callable, Sequence
 
 from wepush.server.application._run_confirmation import CONFIRMATION_TTL, RESEND_PURPOSE, resend_binding
 from wepush.server.application._run_context import RESOURCE, RunUseCases, missing_key
+from wepush.server.application._run_errors import SecretsReplacedSinceRun
 from wepush.server.application._run_start import check_provider, count_items, create_run, resend_states
 from wepush.server.application._run_views import ResendConfirmationView
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
-from wepush.server.application.execution import RunSnapshot, resend_snapshot
+from wepush.server.application.execution import ACCOUNT_SECRET_OWNER, RunSnapshot, resend_snapshot
 from wepush.server.application.idempotency import key_hash
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
-from wepush.server.domain import JsonObject, Run, RunStateConflict, allowed_commands, new_id
+from wepush.server.domain import JsonObject, Run, RunStateConflict, UnitOfWork, allowed_commands, new_id
+
+
+async def _secrets_unchanged(uow: UnitOfWork, source: Run, snapshot: RunSnapshot) -> None:
+    """Every secret the source run froze is still the record it froze (the store keeps the latest only)."""
+    frozen = snapshot.account.secret_versions
+    if not frozen:
+        return
+    records = await uow.secret_records.list_for_owner(
+        source.workspace_id, ACCOUNT_SECRET_OWNER, snapshot.account.id
+    )
+    current = {record.name: record.record_version for record in records}
+    replaced = sorted(name for name, version in frozen.items() if current.get(name) != version)
+    if replaced:
+        raise SecretsReplacedSinceRun(source.id, snapshot.account.id, replaced)
 
 
 class RunResends(RunUseCases):
@@ -39,6 +54,7 @@ class RunResends(RunUseCases):
         async with self._deps.uow(read_only=True) as uow:
             run = await uow.runs.get(workspace_id, run_id)
             self._finished(run)
+            await _secrets_unchanged(uow, run, RunSnapshot.from_json(run.snapshot))
             matching = await count_items(uow, run_id, states)
         expires_at = (now + CONFIRMATION_TTL).replace(microsecond=0)
         token = self._signer.issue(
@@ -92,8 +108,10 @@ class RunResends(RunUseCases):
                             "No item of the run has one of these outcomes.",
                             [FieldIssue("/outcomes", "NO_MATCHING_ITEMS", "nothing to resend")],
                         )
+                    frozen = RunSnapshot.from_json(source.snapshot)
+                    await _secrets_unchanged(uow, source, frozen)
                     snapshot = resend_snapshot(
-                        RunSnapshot.from_json(source.snapshot),
+                        frozen,
                         run_id=new_id(),
                         outcomes=states,
                         recipient_count=matching,

@@ -197,7 +197,7 @@ class RunExecution:
             self._handle = await self._ctx.engine.start(spec, ports)
         except EngineValidationError as exc:
             await artifacts.discard()
-            await self._fail_before_start(RecipientScope.of(snapshot), log, exc.category.value, str(exc))
+            await self._fail_before_start(RecipientScope.of(snapshot), log, exc.category.value, exc.message)
             return
         except Exception as exc:
             # Not a refusal the engine names, but still nothing was dispatched: fail the run, never requeue
