@@ -61,6 +61,20 @@ CASES: list[tuple[str, str, dict[str, Any], str | None]] = [
         {"host": "h", "fromAddress": "a@b.test", "requestTimeout": "PT0S"},
         "/requestTimeout",
     ),
+    # A line break in the From name or the AUTH user would fail every send, blamed on each recipient.
+    (
+        "smtp",
+        "account",
+        {"host": "h", "fromAddress": "a@b.test", "fromName": "Ops\r\nBcc: x@y.test"},
+        "/fromName",
+    ),
+    (
+        "smtp",
+        "account",
+        {"host": "h", "fromAddress": "a@b.test", "username": "u\n", "password": SECRET},
+        "/username",
+    ),
+    ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "fromName": "运营 Team"}, None),
     ("smtp", "message", {"subject": "s", "htmlBody": "<p>{{x}}</p>"}, None),
     ("smtp", "message", {"subject": "s", "textBody": "t", "toField": "bad field!"}, "/toField"),
     ("feishu", "account", {"webhook": SECRET, "region": "lark", "signingSecret": SECRET}, None),

@@ -29,6 +29,8 @@ class Security(enum.StrEnum):
 
 
 _DEFAULT_PORTS = {Security.STARTTLS: 587, Security.TLS: 465, Security.PLAIN: 25}
+#: Account values that go into a mail header (From) or an SMTP command (AUTH).
+_SINGLE_LINE_ACCOUNT_FIELDS = ("fromName", "username")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,10 @@ def parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> SmtpAc
         issues.append(
             issue("/username", "AUTH_NEEDS_TLS", "AUTH is never sent over an unencrypted connection")
         )
+    for field in _SINGLE_LINE_ACCOUNT_FIELDS:
+        # A line break in a header or command value would fail every send later, blamed on the recipient.
+        if any(ch in str(raw.get(field, "")) for ch in "\r\n"):
+            issues.append(issue(f"/{field}", "LINE_BREAK", "must be a single line"))
     ca = raw.get("tlsCaCertificate")
     if ca:
         try:
