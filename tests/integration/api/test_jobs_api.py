@@ -109,6 +109,58 @@ async def test_job_validation_names_each_bad_field(tmp_path: Path) -> None:
         assert expect(await app.client.get(url, headers=app.admin()), 200)["items"] == []
 
 
+async def test_a_job_whose_message_sends_to_a_field_the_snapshot_lacks_is_refused(tmp_path: Path) -> None:
+    """SMTP sends to the recipient field ``toField`` names ("email" unless set): with an audience of
+    mobile numbers every item would fail "recipient has no field 'email'", so the job is refused."""
+    async with service(tmp_path, catalog=None) as app:
+        ws = await default_workspace(app)
+        world = await job_world(app, ws)  # recipients have the fields mobile and name
+        account = expect(
+            await app.client.post(
+                ws_url(ws, "accounts"),
+                headers=app.admin(),
+                json={
+                    "name": "mail",
+                    "providerId": "wepush.smtp",
+                    "config": {"host": "smtp.example.test", "fromAddress": "ops@example.test"},
+                },
+            ),
+            201,
+        )
+
+        async def smtp_message(name: str, content: dict[str, Any]) -> str:
+            created = await app.client.post(
+                ws_url(ws, "messages"),
+                headers=app.admin(),
+                json={"name": name, "providerId": "wepush.smtp", "content": content},
+            )
+            return str(expect(created, 201)["id"])
+
+        by_default = await smtp_message("default field", {"subject": "Hi {{name}}", "textBody": "x"})
+        display = await smtp_message(
+            "display name", {"subject": "Hi", "textBody": "x", "toField": "name", "nameField": "fullname"}
+        )
+        usable = await smtp_message("mobile field", {"subject": "Hi", "textBody": "x", "toField": "mobile"})
+        url = ws_url(ws, "jobs")
+        mail = {**world, "accountId": account["id"]}
+
+        refused = await app.client.post(
+            url, headers=app.admin(), json=job_body({**mail, "messageId": by_default})
+        )
+        named = await app.client.post(url, headers=app.admin(), json=job_body({**mail, "messageId": display}))
+        accepted = await app.client.post(
+            url, headers=app.admin(), json=job_body({**mail, "messageId": usable})
+        )
+
+    assert await _errors(refused) == [("/audienceSnapshotId", "RECIPIENT_FIELD_NOT_IN_AUDIENCE")]
+    message = refused.json()["errors"][0]["message"]
+    assert "'email' (toField)" in message
+    assert "mobile, name" in message
+    assert await _errors(named) == [("/audienceSnapshotId", "RECIPIENT_FIELD_NOT_IN_AUDIENCE")]
+    assert "'fullname' (nameField)" in named.json()["errors"][0]["message"]
+    expect(accepted, 201)
+
+
 async def test_a_job_whose_message_uses_a_field_the_snapshot_lacks_is_refused(tmp_path: Path) -> None:
     # Every recipient would fail at send time with "recipient has no field 'city'": refused when saved.
     async with service(tmp_path) as app:

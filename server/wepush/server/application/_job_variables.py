@@ -14,15 +14,20 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 # The template module itself depends only on the SPI; the package also exports the channels' HTTP
 # transport, which the layer contract keeps out of the application layer's imports.
 from wepush.agent.providers.common._template import Template, TemplateSyntaxError
 
-__all__ = ["template_variables"]
+__all__ = ["RecipientFieldGroup", "recipient_field_groups", "template_variables"]
 
 _MARK: Final = "x-wepush-variable"
+#: A message member whose value names the Recipient field a provider sends to (SMTP ``toField``, an SMS
+#: ``phoneField``). The mark's value is a group: the audience needs at least one field of each group
+#: (WeCom's ``toUserField``, ``toPartyField`` and ``toTagField`` share one).
+_RECIPIENT_FIELD: Final = "x-wepush-recipient-field"
 _BRANCHES: Final = ("allOf", "anyOf", "oneOf", "then", "else")
 
 
@@ -108,3 +113,27 @@ def template_variables(message_schema: Mapping[str, Any], content: Any) -> froze
     walk = _Walk(message_schema)
     walk.value([message_schema], content, False)
     return frozenset(walk.names)
+
+
+@dataclass(frozen=True, slots=True)
+class RecipientFieldGroup:
+    """Recipient fields of which every recipient needs at least one: (message member, field name) pairs."""
+
+    group: str
+    members: tuple[tuple[str, str], ...]
+
+
+def recipient_field_groups(message_schema: Mapping[str, Any], content: Any) -> list[RecipientFieldGroup]:
+    """The fields ``content`` sends to, grouped as its schema marks them; a member left out names its
+    schema default, and one with neither value nor default names nothing (an optional display name)."""
+    properties = message_schema.get("properties")
+    if not isinstance(properties, Mapping) or not isinstance(content, Mapping):
+        return []
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for member, schema in properties.items():
+        if not isinstance(schema, Mapping) or not isinstance(schema.get(_RECIPIENT_FIELD), str):
+            continue
+        named = content.get(member, schema.get("default"))
+        if isinstance(named, str) and named:
+            groups.setdefault(schema[_RECIPIENT_FIELD], []).append((str(member), named))
+    return [RecipientFieldGroup(group, tuple(members)) for group, members in sorted(groups.items())]

@@ -19,7 +19,7 @@ from wepush.server.application._accounts_access import authorize_audited, ensure
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._job_policies import policies_from_request
 from wepush.server.application._job_response_bodies import response_bodies_unread
-from wepush.server.application._job_variables import template_variables
+from wepush.server.application._job_variables import recipient_field_groups, template_variables
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
@@ -91,16 +91,29 @@ async def _found(lookup: Any, field: str, what: str, issues: list[FieldIssue]) -
 def _variables_missing(
     catalog: ProviderCatalog, provider_id: str, revision: MessageRevision, snapshot: AudienceSnapshot
 ) -> FieldIssue | None:
-    """The issue of a revision whose placeholders name fields the snapshot's recipients do not have."""
+    """The issue of a revision that sends to, or whose placeholders name, fields the snapshot's recipients
+    do not have."""
     factory = catalog.get(provider_id)
     if factory is None:
         return None  # a provider gone from the catalog is refused with 503 when a run starts
-    used = template_variables(factory.descriptor().schemas.message, revision.content)
+    schema = factory.descriptor().schemas.message
+    have = ", ".join(snapshot.fields[:_NAMED_AT_MOST]) or "none"
+    for group in recipient_field_groups(schema, revision.content):
+        if any(field in snapshot.fields for _, field in group.members):
+            continue
+        # The provider reads the address (or another target) from this field: every recipient would fail.
+        named = " or ".join(f"{field!r} ({member})" for member, field in group.members)
+        return FieldIssue(
+            "/audienceSnapshotId",
+            "RECIPIENT_FIELD_NOT_IN_AUDIENCE",
+            f"message revision {revision.revision} sends to the recipient field {named}, which the "
+            f"snapshot's recipients do not have (their fields: {have})",
+        )
+    used = template_variables(schema, revision.content)
     missing = sorted(used - set(snapshot.fields))
     if not missing:
         return None
     named = ", ".join("{{" + name + "}}" for name in missing[:_NAMED_AT_MOST])
-    have = ", ".join(snapshot.fields[:_NAMED_AT_MOST]) or "none"
     return FieldIssue(
         "/audienceSnapshotId",
         "VARIABLE_NOT_IN_AUDIENCE",
