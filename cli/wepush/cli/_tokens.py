@@ -110,7 +110,7 @@ class _Delivery:
 
 async def _issue(config: ServiceConfig, args: argparse.Namespace) -> str:
     from wepush.server.application.auth import Principal, PrincipalType
-    from wepush.server.application.bootstrap import DEFAULT_WORKSPACE_NAME, SystemBootstrap
+    from wepush.server.application.bootstrap import SystemBootstrap
     from wepush.server.application.credentials import TokenHasher
     from wepush.server.domain import utc_now
     from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
@@ -124,11 +124,10 @@ async def _issue(config: ServiceConfig, args: argparse.Namespace) -> str:
     engine = create_database(config.database.url)
     try:
         uow = SqlUnitOfWorkFactory(engine)
-        async with uow(read_only=True) as unit:
-            workspace = await unit.workspaces.find_by_name(DEFAULT_WORKSPACE_NAME)
+        bootstrap = SystemBootstrap(uow, LocalEnvelopeSecretStore(ring), utc_now)
+        workspace = await bootstrap.find_default_workspace()
         if workspace is None:
             raise Refused("the Service has not started against this database yet: start it once first")
-        bootstrap = SystemBootstrap(uow, LocalEnvelopeSecretStore(ring), utc_now)
         keys = await bootstrap.server_keys(workspace.id)
         try:
             token = await bootstrap.issue_system_admin(

@@ -115,6 +115,9 @@ async def test_secret_records_are_unique_per_owner_and_name_and_keep_their_bytes
     async with uow_factory() as uow:
         found = await uow.secret_records.find(workspace.id, "ACCOUNT", "account-1", "token")
         assert found == record
+        # Owner and name alone find it, in whichever workspace it is (the Service finds its keys so).
+        assert await uow.secret_records.find_owned("ACCOUNT", "account-1", "token") == record
+        assert await uow.secret_records.find_owned("ACCOUNT", "account-2", "token") is None
         rotated = await uow.secret_records.update(
             replace(record, ciphertext=b"new", record_version=2, key_version=2)
         )

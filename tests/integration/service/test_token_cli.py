@@ -141,3 +141,28 @@ async def _token_names(app: object) -> list[str]:
     ws = (await client.get(f"{API}/workspaces", headers=app.admin())).json()["items"][0]["id"]  # type: ignore[attr-defined]
     listed = await client.get(f"{API}/workspaces/{ws}/api-tokens", headers=app.admin())  # type: ignore[attr-defined]
     return sorted(t["name"] for t in listed.json()["items"])
+
+
+async def test_a_renamed_default_workspace_is_still_found_by_the_service_and_the_command(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The default workspace is found by the keys it holds, not by its name: renamed by an ADMIN, the
+    Service used to fail its next start (and create a stray "default") and the command to refuse."""
+    config = standalone_config(tmp_path)
+    async with running_app(config) as app:
+        [ws] = (await app.client.get(f"{API}/workspaces", headers=app.admin())).json()["items"]
+        renamed = await app.client.put(
+            f"{API}/workspaces/{ws['id']}",
+            headers=app.admin(),
+            json={"name": "head office", "version": ws["version"]},
+        )
+        assert renamed.status_code == 200, renamed.text
+
+    assert await _cli("--name", "after-rename", "--output", str(tmp_path / "ops.token")) == 0
+
+    async with running_app(config) as app:
+        listed = (await app.client.get(f"{API}/workspaces", headers=app.admin())).json()["items"]
+        ops = {"Authorization": f"Bearer {(tmp_path / 'ops.token').read_text().strip()}"}
+        tokens = (await app.client.get(f"{API}/workspaces/{ws['id']}/api-tokens", headers=ops)).json()
+    assert [(w["id"], w["name"]) for w in listed] == [(ws["id"], "head office")]
+    assert {t["name"] for t in tokens["items"]} == {"bootstrap-admin", "after-rename"}

@@ -38,6 +38,7 @@ DEFAULT_WORKSPACE_NAME = "default"
 SYSTEM_OWNER_TYPE = "SYSTEM"
 SYSTEM_OWNER_ID = "service"
 BOOTSTRAP_PRINCIPAL = "bootstrap-admin"
+_TOKEN_PEPPER: Final = "token-pepper"  # noqa: S105 - the name of a stored key, not a credential
 #: The Service itself, the actor of what it does on its own at first start.
 _SYSTEM: Final = Principal(type=PrincipalType.SYSTEM, id=SYSTEM_OWNER_ID)
 
@@ -58,7 +59,18 @@ class SystemBootstrap:
         self._clock = clock
         self._auditor = Auditor(clock)
 
+    async def find_default_workspace(self) -> Workspace | None:
+        """The workspace created at first start, found by the Service's keys it holds: an ADMIN may
+        rename it (the seed keeps its real id, not its name). None before the first start."""
+        async with self._uow(read_only=True) as uow:
+            keys = await uow.secret_records.find_owned(SYSTEM_OWNER_TYPE, SYSTEM_OWNER_ID, _TOKEN_PEPPER)
+            return None if keys is None else await uow.workspaces.get(keys.workspace_id)
+
     async def ensure_default_workspace(self) -> Workspace:
+        keeping = await self.find_default_workspace()
+        if keeping is not None:
+            return keeping
+        # First start (or one that stopped before its keys were stored): the name is all there is yet.
         async with self._uow(read_only=True) as uow:
             existing = await uow.workspaces.find_by_name(DEFAULT_WORKSPACE_NAME)
         if existing is not None:
@@ -129,7 +141,7 @@ class SystemBootstrap:
 
     async def server_keys(self, workspace_id: str) -> ServerKeys:
         return ServerKeys(
-            token_pepper=await self._system_key(workspace_id, "token-pepper"),
+            token_pepper=await self._system_key(workspace_id, _TOKEN_PEPPER),
             cursor_key=await self._system_key(workspace_id, "cursor-key"),
             confirmation_key=await self._system_key(workspace_id, "confirmation-key"),
         )

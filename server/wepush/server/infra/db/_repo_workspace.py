@@ -227,6 +227,16 @@ class SqlSecretRecordRepository(SqlRepository):
         )
         return None if row is None else _SECRET.from_row(row)
 
+    async def find_owned(self, owner_type: str, owner_id: str, name: str) -> SecretRecord | None:
+        row = await self._one(
+            select(secret_record).where(
+                secret_record.c.owner_type == owner_type,
+                secret_record.c.owner_id == owner_id,
+                secret_record.c.name == name,
+            )
+        )
+        return None if row is None else _SECRET.from_row(row)
+
     async def list_for_owner(self, workspace_id: str, owner_type: str, owner_id: str) -> list[SecretRecord]:
         rows = await self._all(
             select(secret_record)
