@@ -88,19 +88,20 @@ async def test_update_needs_admin_and_the_current_version(tmp_path: Path) -> Non
 
 async def test_member_roles_grant_access_and_the_last_admin_stays(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
-        default = await default_workspace(app)
+        # A workspace no token was issued in: its members are all the ADMINs it has.
+        team_a = await create_workspace(app, "team-a")
         team_b = await create_workspace(app, "team-b")
         token_id, headers = await issue_token(app, team_b, "VIEWER")
-        before = await app.client.post(accounts_url(default), headers=headers, json=http_account())
-        assert before.status_code == 404  # not a member of the default workspace
+        before = await app.client.post(accounts_url(team_a), headers=headers, json=http_account())
+        assert before.status_code == 404  # not a member of team-a
 
-        members = f"{API}/workspaces/{default}/members"
+        members = f"{API}/workspaces/{team_a}/members"
         granted = await app.client.put(
             f"{members}/{token_id}", headers=app.admin(), json={"role": "OPERATOR"}
         )
         assert granted.status_code == 200
         assert (granted.json()["userId"], granted.json()["role"]) == (token_id, "OPERATOR")
-        after = await app.client.post(accounts_url(default), headers=headers, json=http_account())
+        after = await app.client.post(accounts_url(team_a), headers=headers, json=http_account())
         assert after.status_code == 201
 
         promoted = await app.client.put(f"{members}/{token_id}", headers=app.admin(), json={"role": "ADMIN"})
@@ -118,6 +119,35 @@ async def test_member_roles_grant_access_and_the_last_admin_stays(tmp_path: Path
             f"{members}/{token_id}", headers=app.admin(), json={"role": "VIEWER"}
         )
         assert now_allowed.json()["role"] == "VIEWER"
+
+
+async def test_a_token_issued_as_admin_cannot_demote_itself_when_it_is_the_last(tmp_path: Path) -> None:
+    """The guard counts what authentication grants: a token issued as ADMIN is one without a membership
+    row, and a revoked ADMIN keeps nothing. Both used to let the last working ADMIN go."""
+    async with service(tmp_path) as app:
+        ws = await create_workspace(app, "team-c")
+        members = f"{API}/workspaces/{ws}/members"
+        first_id, first = await issue_token(app, ws, "ADMIN", name="first")
+        alone = await app.client.put(f"{members}/{first_id}", headers=first, json={"role": "VIEWER"})
+
+        second_id, _ = await issue_token(app, ws, "VIEWER", name="second", as_headers=first)
+        granted = await app.client.put(f"{members}/{second_id}", headers=first, json={"role": "ADMIN"})
+        revoked = await app.client.delete(f"{API}/workspaces/{ws}/api-tokens/{second_id}", headers=first)
+        beside_a_revoked_one = await app.client.put(
+            f"{members}/{first_id}", headers=first, json={"role": "VIEWER"}
+        )
+
+        await issue_token(app, ws, "ADMIN", name="third", as_headers=first)
+        with_a_working_one = await app.client.put(
+            f"{members}/{first_id}", headers=first, json={"role": "VIEWER"}
+        )
+
+    for refused in (alone, beside_a_revoked_one):
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["code"] == "RESOURCE_IN_USE"
+    assert (granted.status_code, revoked.status_code) == (200, 204)
+    assert with_a_working_one.status_code == 200, with_a_working_one.text
+    assert with_a_working_one.json()["role"] == "VIEWER"
 
 
 async def test_members_are_managed_by_workspace_admins_only(tmp_path: Path) -> None:

@@ -12,11 +12,13 @@ from typing import ClassVar
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
+from wepush.server.application._workspace_admins import acts_as_admin_without_membership, another_admin
 from wepush.server.application.auth import Principal, PrincipalType, Role
 from wepush.server.application.authorization import require_system_admin
 from wepush.server.application.errors import AccessDenied
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
+    ApiToken,
     AuditOutcome,
     DomainError,
     JsonObject,
@@ -202,16 +204,6 @@ class WorkspaceService:
             await ensure_workspace(uow, principal, workspace_id)
             return await uow.workspaces.list_members(workspace_id, page)
 
-    async def _other_admins(self, uow: UnitOfWork, workspace_id: str, principal_id: str) -> bool:
-        after: Keyset | None = None
-        while True:
-            page = await uow.workspaces.list_members(workspace_id, PageRequest(limit=200, after=after))
-            if any(m.role is WorkspaceRole.ADMIN and m.principal_id != principal_id for m in page.items):
-                return True
-            if page.next_after is None:
-                return False
-            after = page.next_after
-
     async def put_member_role(
         self,
         principal: Principal,
@@ -237,7 +229,13 @@ class WorkspaceService:
             await uow.workspaces.get(workspace_id, for_membership_change=True)
             member = await uow.workspaces.find_member(workspace_id, user_id)
             if member is None:
-                await _ensure_token_principal(uow, user_id)
+                token = await _token_principal(uow, user_id)
+                if (
+                    role is not WorkspaceRole.ADMIN
+                    and acts_as_admin_without_membership(token, workspace_id, now)
+                    and not await another_admin(uow, workspace_id, user_id, now)
+                ):
+                    raise LastAdminRequired(workspace_id)
                 result = await uow.workspaces.add_member(
                     WorkspaceMember(
                         workspace_id=workspace_id,
@@ -251,8 +249,8 @@ class WorkspaceService:
             elif member.role is role:
                 return member
             else:
-                if member.role is WorkspaceRole.ADMIN and not await self._other_admins(
-                    uow, workspace_id, user_id
+                if member.role is WorkspaceRole.ADMIN and not await another_admin(
+                    uow, workspace_id, user_id, now
                 ):
                     raise LastAdminRequired(workspace_id)
                 result = await uow.workspaces.update_member(replace(member, role=role))
@@ -271,7 +269,7 @@ class WorkspaceService:
             return result
 
 
-async def _ensure_token_principal(uow: UnitOfWork, user_id: str) -> None:
+async def _token_principal(uow: UnitOfWork, user_id: str) -> ApiToken:
     """A new member is an API token (a token is its own member): a mistyped id is 404, not a membership
     nobody can ever use."""
     try:
@@ -280,3 +278,4 @@ async def _ensure_token_principal(uow: UnitOfWork, user_id: str) -> None:
         token = None
     if token is None or token.principal_id != user_id:
         raise NotFound("api token", user_id)
+    return token
