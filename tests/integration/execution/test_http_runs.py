@@ -124,6 +124,20 @@ async def test_a_pending_run_is_claimed_and_sent_to_every_recipient_exactly_once
     assert kinds[-1] == "RUN_COMPLETED"
     assert events[-1].data["finalState"] == "SUCCEEDED"
     assert "PROGRESS" in kinds
+    # Progress counts against the whole run, not the recipients the engine has read so far.
+    progress = [e.data for e in events if e.type == "PROGRESS"]
+    assert {p["total"] for p in progress} == {RECIPIENTS}
+    assert all(
+        p["pending"]
+        + p["inFlight"]
+        + p["succeeded"]
+        + p["failed"]
+        + p["unknown"]
+        + p["unsent"]
+        + p["skipped"]
+        == RECIPIENTS
+        for p in progress
+    )
 
     artifacts = await artifacts_of(uow, run)
     assert set(artifacts) == {"SUCCEEDED_ITEMS", "RESULTS_EXPORT", "RUN_LOG"}

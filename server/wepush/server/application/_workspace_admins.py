@@ -59,11 +59,7 @@ async def _usable(uow: UnitOfWork, principal_id: str, now: datetime) -> bool:
 
 def acts_as_admin_without_membership(token: ApiToken, workspace_id: str, now: datetime) -> bool:
     """An ADMIN by the role it was issued with (it has no membership in ``workspace_id``)."""
-    return (
-        token.workspace_id == workspace_id
-        and token.role is WorkspaceRole.ADMIN
-        and token.is_usable(now)
-    )
+    return token.workspace_id == workspace_id and token.role is WorkspaceRole.ADMIN and token.is_usable(now)
 
 
 async def another_admin(uow: UnitOfWork, workspace_id: str, principal_id: str, now: datetime) -> bool:

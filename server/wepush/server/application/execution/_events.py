@@ -12,6 +12,7 @@ state, the final counts and the lease release in one transaction.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -29,7 +30,15 @@ from wepush.server.domain import (
 from ._artifacts import RunLog, log_line
 from ._fence import LeaseGuard
 
-__all__ = ["EventGapError", "FencedRunEventSink", "counts_from", "draft_of", "move_run", "path_to"]
+__all__ = [
+    "EventGapError",
+    "FencedRunEventSink",
+    "counts_from",
+    "draft_of",
+    "move_run",
+    "path_to",
+    "with_planned_total",
+]
 
 _STATE_EVENTS: Mapping[str, RunState] = {
     RunEventType.RUN_PAUSED.value: RunState.PAUSED,
@@ -45,6 +54,22 @@ class EventGapError(RuntimeError):
 
 def draft_of(event: EngineRunEvent) -> RunEventDraft:
     return RunEventDraft(type=event.type.value, occurred_at=event.occurred_at, data=dict(event.data))
+
+
+def with_planned_total(event: EngineRunEvent, planned_total: int) -> EngineRunEvent:
+    """A PROGRESS event counted against the run's whole recipient set.
+
+    The engine reads recipients in batches and counts as ``total`` what it has read so far; a client
+    drawing progress from it saw 1,000 of a 5,001-recipient run. The run knows its recipient count from
+    the start: the recipients not read yet are pending too."""
+    if event.type is not RunEventType.PROGRESS:
+        return event
+    read = int(event.data.get("total", 0))
+    if read >= planned_total:
+        return event
+    unread = planned_total - read
+    data = {**event.data, "total": planned_total, "pending": int(event.data.get("pending", 0)) + unread}
+    return replace(event, data=data)
 
 
 def counts_from(data: Mapping[str, Any], fallback: RunCounts | None = None) -> RunCounts:
@@ -100,8 +125,10 @@ class FencedRunEventSink:
         run_id: str,
         log: RunLog,
         clock: Callable[[], datetime],
+        planned_total: int = 0,
     ) -> None:
         self._guard = guard
+        self._planned_total = planned_total
         self._workspace_id = workspace_id
         self._run_id = run_id
         self._log = log
@@ -113,6 +140,7 @@ class FencedRunEventSink:
     async def publish(self, events: Sequence[EngineRunEvent]) -> None:
         if not events:
             return
+        events = [with_planned_total(event, self._planned_total) for event in events]
         for event in events:
             if event.sequence > self._logged:
                 level = "ERROR" if event.type.value in _ERROR_EVENTS else "INFO"

@@ -172,6 +172,7 @@ class RunExecution:
             run_id=self.run_id,
             log=log,
             clock=self._ctx.clock,
+            planned_total=snapshot.audience.recipient_count,
         )
         ledger = self._ctx.ledger if self._ctx.ledger is not None else UnitOfWorkLedger(self._ctx.uow)
         stored = StoredSecretResolver(
