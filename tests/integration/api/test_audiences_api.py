@@ -40,6 +40,10 @@ async def test_audience_metadata_lifecycle(tmp_path: Path) -> None:
         assert (renamed["name"], renamed["description"], renamed["version"]) == ("VIPs", "", 2)
         stale = await app.client.put(url, headers=app.admin(), json={"name": "late", "version": 1})
         assert (stale.status_code, stale.json()["code"]) == (409, "VERSION_CONFLICT")
+        # The detail names the version there is, whichever side of it the request was.
+        assert stale.json()["detail"].endswith("is at version 2, not 1")
+        ahead = await app.client.put(url, headers=app.admin(), json={"name": "early", "version": 6})
+        assert ahead.json()["detail"].endswith("is at version 2, not 6")
 
         snapshots = expect(await app.client.get(f"{url}/snapshots", headers=app.admin()), 200)
         assert snapshots == {"items": [], "page": {"nextCursor": None, "hasMore": False}}

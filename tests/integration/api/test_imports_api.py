@@ -229,6 +229,9 @@ async def test_a_second_commit_rechecks_the_audience_version_and_snapshots_list_
         expect(await upload(app, ws, audience["id"], second["id"], b"mobile,name\n1,a\n2,b\n"), 200)
         stale = await commit(app, ws, audience["id"], second["id"], audience["version"])
         assert (stale.status_code, stale.json()["code"]) == (409, "VERSION_CONFLICT")
+        assert stale.json()["detail"].endswith(
+            f"is at version {audience['version'] + 1}, not {audience['version']}"
+        )
         current = expect(
             await app.client.get(ws_url(ws, "audiences", audience["id"]), headers=app.admin()), 200
         )

@@ -125,3 +125,26 @@ async def test_a_body_over_the_byte_limit_is_payload_too_large(tmp_path: Path) -
 
         reason = await _refused(app, ws, chunks(), "PAYLOAD_TOO_LARGE")
         assert "10000 bytes" in reason
+
+
+async def test_a_declared_length_over_the_byte_limit_is_refused_before_reading_and_the_import_waits(
+    tmp_path: Path,
+) -> None:
+    """The body says its size up front: refused at once (no waiting for gigabytes to arrive), and the
+    import, which read nothing, still takes a file that fits."""
+    async with service(tmp_path, WEPUSH_IMPORTS_MAX_BYTES="10000") as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        too_big = b"mobile,name\n" + b"".join(b"%07d,n\n" % i for i in range(2000))
+        refused = await upload(app, ws, audience["id"], started["id"], too_big)
+        waiting = expect(
+            await app.client.get(import_url(ws, audience["id"], started["id"]), headers=app.admin()), 200
+        )
+        fits = expect(await upload(app, ws, audience["id"], started["id"], b"mobile,name\n1,n\n"), 200)
+
+    assert refused.status_code == 413
+    assert refused.json()["code"] == "PAYLOAD_TOO_LARGE"
+    assert "10000 bytes" in refused.json()["detail"]
+    assert waiting["state"] == "CREATED"
+    assert (fits["state"], fits["counts"]["acceptedRows"]) == ("STAGED", 1)

@@ -73,7 +73,7 @@ def test_each_inconsistency_is_reported_on_its_field(
     assert expected in problems(**settings)
 
 
-@pytest.mark.parametrize("delimiter", ['"', "\n", "\r", ",,", ""])
+@pytest.mark.parametrize("delimiter", ['"', "\n", "\r", ",,", "", "1", "a", "中"])
 def test_a_delimiter_that_cannot_separate_fields_is_refused_saying_what_it_may_be(delimiter: str) -> None:
     settings = ImportSettings(
         format=ImportFormat.CSV, field_mapping={"Mobile": "mobile"}, delimiter=delimiter
@@ -81,8 +81,16 @@ def test_a_delimiter_that_cannot_separate_fields_is_refused_saying_what_it_may_b
     [issue] = settings.issues(LIMITS)
     assert (issue.field, issue.message) == (
         "/delimiter",
-        "must be one character, not a quote or a line break",
+        "must be one character, not a quote, a line break, a letter or a digit",
     )
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t", "|", " ", "、"])
+def test_usual_delimiters_are_accepted(delimiter: str) -> None:
+    settings = ImportSettings(
+        format=ImportFormat.CSV, field_mapping={"Mobile": "mobile"}, delimiter=delimiter
+    )
+    assert settings.issues(LIMITS) == []
 
 
 def test_validate_raises_validation_failed_with_every_issue() -> None:

@@ -154,6 +154,10 @@ async def _body_chunks() -> AsyncIterator[bytes]:
             yield chunk
 
 
+def _declared_length(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() else None
+
+
 async def upload_audience_import_content(
     workspace_id: str, audience_id: str, import_id: str
 ) -> ConnexionResponse:
@@ -165,6 +169,7 @@ async def upload_audience_import_content(
         _body_chunks(),
         content_encoding=request.headers.get("content-encoding"),
         content_type=request.headers.get("content-type"),
+        content_length=_declared_length(request.headers.get("content-length")),
         trace_id=current_trace_id(),
     )
     return json_response(render_import(staged))

@@ -158,7 +158,8 @@ class RowBuilder:
                         + _header_found(columns, self._settings.delimiter)
                     )
                 raise HeaderRejected(
-                    f"the mapped column {_short(column)!r} is not in a file of {len(columns)} columns"
+                    f"the mapped column {_short(column)!r} is not in a file of {len(columns)} column"
+                    f"{'' if len(columns) == 1 else 's'}"
                 )
             picks.append((positions[column], field_name))
         picks.sort()

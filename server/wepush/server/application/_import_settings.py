@@ -73,10 +73,13 @@ class ImportSettings:
         out: list[FieldIssue] = []
         if self.encoding not in ENCODINGS:
             out.append(FieldIssue("/encoding", "NOT_ALLOWED", f"must be one of {', '.join(ENCODINGS)}"))
-        if len(self.delimiter) != 1 or self.delimiter in _BAD_DELIMITERS:
+        # A letter or digit would split the values themselves (a delimiter "1" splits phone numbers).
+        if len(self.delimiter) != 1 or self.delimiter in _BAD_DELIMITERS or self.delimiter.isalnum():
             out.append(
                 FieldIssue(
-                    "/delimiter", "INVALID_DELIMITER", "must be one character, not a quote or a line break"
+                    "/delimiter",
+                    "INVALID_DELIMITER",
+                    "must be one character, not a quote, a line break, a letter or a digit",
                 )
             )
         if not self.field_mapping:

@@ -241,7 +241,7 @@ class AccountService:
             records = await self._records(uow, workspace_id, account_id)
         if current.version != version:
             # Checked early so nothing is sealed for a write that cannot succeed; the UPDATE checks again.
-            raise VersionConflict("account", account_id, version)
+            raise VersionConflict("account", account_id, version, current=current.version)
         provider = AccountProvider.of(self._deps.catalog, current.provider_id)
         existing = {r.name: r for r in records}
         provider.validate(self._validators, draft.config, draft.secrets, existing)

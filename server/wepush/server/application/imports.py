@@ -260,13 +260,15 @@ class ImportService:
         *,
         content_encoding: str | None = None,
         content_type: str | None = None,
+        content_length: int | None = None,
         trace_id: str | None = None,
     ) -> AudienceImport:
         """Stage the body and return the import STAGED (with counts) or FAILED (with the reason).
 
         ``content_encoding``: the body's HTTP ``Content-Encoding``; the file's limits apply to it once
         decompressed. An unsupported one is refused (415) while the import still waits for content, and
-        so is a ``charset`` in ``content_type`` that the import's encoding does not read."""
+        so is a ``charset`` in ``content_type`` that the import's encoding does not read, and a plain body
+        whose declared ``content_length`` is over the byte limit (413, before a byte is read)."""
         await authorize_audited(
             self._deps,
             principal,
@@ -278,6 +280,10 @@ class ImportService:
             trace_id=trace_id,
         )
         coding = content_coding(content_encoding)
+        limit = self._deps.import_limits.max_bytes
+        if coding is ContentCoding.IDENTITY and content_length is not None and content_length > limit:
+            # Nothing was read: the import keeps waiting for a file that fits.
+            raise UploadTooLarge(f"the file is larger than the import limit of {limit} bytes")
         claimed = await self._claim(principal, workspace_id, audience_id, import_id, content_type)
         settings = ImportSettings.from_options(claimed.format, claimed.options)
         try:
@@ -683,7 +689,9 @@ class ImportService:
                         )
                     audience = await uow.audiences.get(workspace_id, audience_id)
                     if audience.version != audience_version:
-                        raise VersionConflict("audience", audience_id, audience_version)
+                        raise VersionConflict(
+                            "audience", audience_id, audience_version, current=audience.version
+                        )
                     committed = await uow.audience_imports.commit(
                         audience, found, digest_from=None if reader is None else reader.audience_imports
                     )

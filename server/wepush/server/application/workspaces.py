@@ -169,7 +169,7 @@ class WorkspaceService:
         async with self._deps.uow() as uow:
             current = await uow.workspaces.get(workspace_id)
             if current.version != version:
-                raise VersionConflict("workspace", workspace_id, version)
+                raise VersionConflict("workspace", workspace_id, version, current=current.version)
             updated = await uow.workspaces.update(
                 replace(current, name=name, description=description, version=version)
             )

@@ -115,9 +115,18 @@ class SqlRepository:
                 raise on_duplicate() from error
             raise
         if row is None:
-            if not await self._exists(table.c.id == resource_id, *scope):
+            current = await self._conn.scalar(
+                select(table.c.version).where(table.c.id == resource_id, *scope)
+            )
+            if current is None:
                 raise NotFound(resource_type, resource_id)
-            raise VersionConflict(resource_type, resource_id, expected_version)
+            # Named when it differs: a request based on a version never reached is no "no longer".
+            raise VersionConflict(
+                resource_type,
+                resource_id,
+                expected_version,
+                current=int(current) if current != expected_version else None,
+            )
         return row
 
     async def _keyset_page(
