@@ -85,6 +85,7 @@ PUBLIC_API = {
         "MediaTypeMiddleware",
         "CorsOptions",
         "ProblemCorsMiddleware",
+        "RelativeRedirectMiddleware",
         "SecurityHeadersMiddleware",
         "TraceIdMiddleware",
         "cors_middleware_options",

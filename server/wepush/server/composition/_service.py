@@ -35,6 +35,7 @@ from wepush.server.api.middleware import (
     ChunkedBodyMiddleware,
     MediaTypeMiddleware,
     ProblemCorsMiddleware,
+    RelativeRedirectMiddleware,
     SecurityHeadersMiddleware,
     TraceIdMiddleware,
     cors_middleware_options,
@@ -527,7 +528,7 @@ def _wrap(config: ServiceConfig) -> Callable[[ASGIApp], ASGIApp]:
         cors = cors_middleware_options(config.server.cors_allowed_origins)
         if cors is not None:
             wrapped = ProblemCorsMiddleware(wrapped, **cors)
-        wrapped = SecurityHeadersMiddleware(wrapped)
+        wrapped = SecurityHeadersMiddleware(RelativeRedirectMiddleware(wrapped))
         return TraceIdMiddleware(wrapped)
 
     return wrap

@@ -12,6 +12,7 @@ from wepush.server.api.middleware._chunked_body import ChunkedBodyMiddleware
 from wepush.server.api.middleware._cors import CorsOptions, ProblemCorsMiddleware, cors_middleware_options
 from wepush.server.api.middleware._media_type import MediaTypeMiddleware
 from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_body, send_problem
+from wepush.server.api.middleware._redirects import RelativeRedirectMiddleware
 from wepush.server.api.middleware._security_headers import (
     DEFAULT_CONTENT_SECURITY_POLICY,
     DOCS_CONTENT_SECURITY_POLICY,
@@ -32,6 +33,7 @@ __all__ = [
     "CorsOptions",
     "MediaTypeMiddleware",
     "ProblemCorsMiddleware",
+    "RelativeRedirectMiddleware",
     "SecurityHeadersMiddleware",
     "TraceIdMiddleware",
     "cors_middleware_options",
