@@ -41,6 +41,35 @@ def test_a_diagnostic_never_keeps_a_credential(text: str, secret: str) -> None:
     assert MASK in redacted
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # An exception's qualified class name is followed by its message, not by a value.
+        "wepush.server.domain.secrets.MasterKeyError: master key file /etc/wepush/master.key is open to others",
+        # The last segment of a file path, then prose.
+        "cannot write the bootstrap token file /srv/data/bootstrap-admin.token: Too many levels of symbolic links",
+    ],
+)
+def test_messages_that_only_look_like_name_value_pairs_keep_their_words(text: str) -> None:
+    assert redact_diagnostic(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("tokens: apiKey: QSECRET-AK1", "QSECRET-AK1"),
+        ("/callback/token=QSECRET-PATH1", "QSECRET-PATH1"),
+        ("/callback/api.token=QSECRET-PATH2", "QSECRET-PATH2"),
+        ("config.secret: QSECRET-DOT3", "QSECRET-DOT3"),
+        ("secret_key: QSECRET-LOWER4", "QSECRET-LOWER4"),
+    ],
+)
+def test_the_exceptions_for_messages_do_not_let_a_value_through(text: str, secret: str) -> None:
+    redacted = redact_diagnostic(text)
+    assert redacted is not None
+    assert secret not in redacted
+
+
 def test_literal_secrets_are_masked_and_the_length_is_capped() -> None:
     redacted = redact_diagnostic("vendor echoed s3cr3t-literal " + "x" * 2000, secrets=("s3cr3t-literal",))
 

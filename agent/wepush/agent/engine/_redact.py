@@ -64,6 +64,7 @@ _SAFE_NAMES: Final = frozenset(
         "credentialtype",
     }
 )
+_NOT_A_VALUE_SUFFIXES: Final = ("error", "exception", "warning")
 SECRET_OPERATIONS: Final = frozenset({"REPLACE", "KEEP", "SET", "CLEAR"})
 # Path segments after which a webhook URL carries its credential (Feishu ``/hook/<uuid>``, Slack
 # ``/services/T../B../X..``, Discord ``/webhooks/<id>/<token>``).
@@ -107,6 +108,7 @@ _NAME_VALUE = re.compile(
     r"|(?P<bare>[^\s\"'&,;<>{}\[\]\\]+)"
     r")"
 )
+_NEXT_WORD = re.compile(r"[ \t]+[^\s\"'&,;<>{}\[\]\\]+")
 _QUOTED_GROUPS: Final = (("dq", "dqv", "dqc"), ("sq", "sqv", "sqc"), ("eq", "eqv", "eqc"))
 _SECRET_OPERATION = re.compile(
     r"(?<![A-Za-z0-9_])operation\\?[\"']?[ \t]*[=:][ \t]*\\?[\"']?(?:"
@@ -124,6 +126,10 @@ def is_sensitive_name(name: str) -> bool:
     """Whether a field / parameter / header called ``name`` holds a secret (``apiKey``, ``x-auth-token``)."""
     normalized = normalize_name(name)
     if not normalized or normalized in _SAFE_NAMES:
+        return False
+    # An exception's qualified class name (``wepush.server.domain.secrets.MasterKeyError: master key
+    # file …``) is followed by its message, not by a value: masking it cut the message's first word.
+    if normalized.endswith(_NOT_A_VALUE_SUFFIXES) and name[:1].isalpha() and not name.islower():
         return False
     if normalized in _SENSITIVE_EXACT or normalized.endswith("key"):
         return True
@@ -186,13 +192,31 @@ def _mask_name_values(text: str) -> str:
             continue
         parts += (text[copied : match.start()], masked)
         copied = position = match.end()
+        bare = match.group("bare")
+        if bare is not None and bare.endswith((":", "=")):
+            # The value masked was a label (``tokens: apiKey: abc``, or base64 padding): the word after
+            # it goes too, or a value would pass as what follows a masked word.
+            following = _NEXT_WORD.match(text, position)
+            if following is not None:
+                copied = position = following.end()
     parts.append(text[copied:])
     return "".join(parts)
+
+
+def _file_name(match: re.Match[str]) -> bool:
+    """The last segment of a file path (``…/bootstrap-admin.token: Too many levels of symbolic links``):
+    after a "/", with an extension, and followed by ": " and prose, not by a value."""
+    start, name = match.start("name"), match.group("name")
+    return (
+        start > 0 and match.string[start - 1] == "/" and "." in name.strip(".") and match.group("sep") == ": "
+    )
 
 
 def _masked_pair(match: re.Match[str], spans: list[tuple[int, int]]) -> str | None:
     """The pair with its value masked, or ``None`` when the name is not sensitive."""
     name = match.group("name")
+    if _file_name(match):
+        return None
     if not is_sensitive_name(unquote(name) if "%" in name else name):
         secret_update_value = normalize_name(name) == "value" and any(
             start <= match.start() < end for start, end in spans
