@@ -24,6 +24,15 @@ class Refused(Exception):
     """A precondition the operator has to fix; the message says what."""
 
 
+class Unhealthy(Exception):
+    """The report is complete but shows something to fix (a key version missing): printed as any report,
+    and the command exits 1 so that a script or a monitoring check notices."""
+
+    def __init__(self, report: str) -> None:
+        super().__init__(report)
+        self.report = report
+
+
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="YAML configuration file")
     parser.add_argument("--data-dir", type=Path, help="data directory (default $WEPUSH_DATA_DIR)")
@@ -47,6 +56,9 @@ def run_operator(command: str, work: Callable[[], str], *, report_to: TextIO | N
 
     try:
         report = work()
+    except Unhealthy as unhealthy:
+        (report_to or sys.stdout).write(unhealthy.report + "\n")
+        return EXIT_FAILED
     except (Refused, MasterKeyError, UnknownSchemaRevision) as exc:
         return _failed(command, str(exc))
     except DBAPIError as exc:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from wepush.cli._operator import (
     EXIT_USAGE,
     Refused,
+    Unhealthy,
     add_config_arguments,
     ensure_database_file,
     operator_config,
@@ -154,7 +155,11 @@ async def _status(config: ServiceConfig, _args: argparse.Namespace) -> str:
 
     async def report(rewrap: MasterKeyRewrap) -> str:
         unopened = unopened_versions(ring, await oldest_sealed_secrets(config.database.url))
-        return _usage(ring, await rewrap.usage(), frozenset(unopened))
+        usage = await rewrap.usage()
+        text = _usage(ring, usage, frozenset(unopened))
+        if unopened or any(count and version not in ring.versions for version, count in usage.items()):
+            raise Unhealthy(text)
+        return text
 
     return await _with_rewrap(config, ring, report, refuse_mismatch=False)
 

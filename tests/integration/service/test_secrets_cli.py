@@ -232,11 +232,24 @@ def test_rotate_and_rewrap_under_a_key_that_cannot_open_the_secrets_change_nothi
         assert config.secrets.master_key_file.read_bytes() == fresh
         assert asyncio.run(_records(config)) == records
 
-    assert main(["secrets", "status"]) == 0
+    # The report is printed whole, and the exit status says it shows something to fix.
+    assert main(["secrets", "status"]) == 1
     assert capsys.readouterr().out == (
         "active master key version: 1\n"
         "  version 1: 2 secrets (in the key ring under a DIFFERENT key: it cannot open them)\n"
     )
+
+
+def test_status_exits_1_when_a_version_its_secrets_use_is_missing(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(load_key_ring(config))))
+    assert main(["secrets", "rotate"]) == 0  # every secret now under version 2
+    _replace_key_file_with_a_fresh_one(config)  # a lost key file made anew: version 1 only
+    capsys.readouterr()
+
+    assert main(["secrets", "status"]) == 1
+    assert "  version 2: 2 secrets (MISSING from the key ring)\n" in capsys.readouterr().out
 
 
 async def _spoil_dek(config: ServiceConfig, record_id: str) -> None:
