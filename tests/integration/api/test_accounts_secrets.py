@@ -190,6 +190,30 @@ async def test_keep_of_an_unknown_secret_is_refused(tmp_path: Path) -> None:
         assert ("/secrets/http-account-token", "SECRET_NOT_CONFIGURED") in fields
 
 
+async def test_a_reference_that_fixes_a_version_or_namespace_is_refused(tmp_path: Path) -> None:
+    """The Service keeps each secret's version and moves it on with every REPLACE: a fixed version was
+    saved and then failed every run and connection test with "secret not configured"."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        answers = []
+        for ref in (
+            {"$secret": "http-account-token", "version": "3"},
+            {"$secret": "http-account-token", "namespace": "elsewhere"},
+        ):
+            body = http_account()
+            body["config"]["auth"]["token"] = ref
+            answers.append(await app.client.post(accounts_url(ws), headers=app.admin(), json=body))
+        plain = http_account()
+        plain["config"]["auth"]["token"] = {"$secret": "http-account-token", "namespace": "default"}
+        accepted = await app.client.post(accounts_url(ws), headers=app.admin(), json=plain)
+    for refused in answers:
+        assert refused.status_code == 400, refused.text
+        assert ("/config/auth/token", "SECRET_REF_INVALID") in {
+            (e["field"], e["code"]) for e in refused.json()["errors"]
+        }
+    assert accepted.status_code == 201, accepted.text
+
+
 async def test_removing_a_referenced_secret_is_refused(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

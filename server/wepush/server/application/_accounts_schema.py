@@ -124,3 +124,18 @@ def secret_references(config: Any, path: tuple[str, ...] = ()) -> Iterator[tuple
     elif isinstance(config, list):
         for index, value in enumerate(config):
             yield from secret_references(value, (*path, str(index)))
+
+
+def pinned_references(config: Any, path: tuple[str, ...] = ()) -> Iterator[str]:
+    """The pointers of ``{"$secret": …}`` nodes that say more than the name: a ``version``, another
+    ``namespace`` than "default", anything else."""
+    if isinstance(config, dict):
+        if isinstance(config.get(SECRET_REF_KEY), str):
+            if set(config) - {SECRET_REF_KEY, "namespace"} or config.get("namespace", "default") != "default":
+                yield json_pointer(path)
+            return
+        for key, value in config.items():
+            yield from pinned_references(value, (*path, str(key)))
+    elif isinstance(config, list):
+        for index, value in enumerate(config):
+            yield from pinned_references(value, (*path, str(index)))

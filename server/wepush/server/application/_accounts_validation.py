@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from wepush.agent.engine import ConfigDocument, ProviderDescriptor, ProviderFactory
 from wepush.agent.providers.catalog import ProviderCatalog
-from wepush.server.application._accounts_schema import SchemaValidators, secret_references
+from wepush.server.application._accounts_schema import SchemaValidators, pinned_references, secret_references
 from wepush.server.application._accounts_secrets import (
     SecretKeep,
     SecretWrite,
@@ -87,6 +87,10 @@ class AccountProvider:
         # KEEP of an unknown name is already an issue above; it does not make the name configured.
         configured = {name for name in writes if name in stored or not isinstance(writes[name], SecretKeep)}
         referenced: set[str] = set()
+        issues.extend(
+            FieldIssue(_CONFIG + (pointer or "/"), "SECRET_REF_INVALID", _PINNED)
+            for pointer in pinned_references(config)
+        )
         for pointer, name in secret_references(config):
             referenced.add(name)
             if name not in configured:
@@ -118,6 +122,12 @@ def account_document(
     descriptor: ProviderDescriptor, schema_version: str, config: JsonObject
 ) -> ConfigDocument:
     return ConfigDocument.from_json(f"{descriptor.provider_id}/account", schema_version, config)
+
+
+#: The Service keeps one version of each account secret and moves it on with every REPLACE: a fixed
+#: version matched at most until the next one, then every run and connection test failed with "secret
+#: not configured". An account's secrets are one namespace.
+_PINNED = 'must be {"$secret": "<name>"} alone: the Service keeps the version of the secrets it stores'
 
 
 def _is_secret_ref(node: object) -> bool:
