@@ -150,6 +150,55 @@ async def test_a_token_issued_as_admin_cannot_demote_itself_when_it_is_the_last(
     assert with_a_working_one.json()["role"] == "VIEWER"
 
 
+async def test_removing_a_member_takes_a_foreign_tokens_access_away(tmp_path: Path) -> None:
+    """A membership granted to another workspace's token could only be demoted to VIEWER, which still
+    reads everything; removed, the token has no access here at all."""
+    async with service(tmp_path) as app:
+        team_a = await create_workspace(app, "team-a")
+        team_b = await create_workspace(app, "team-b")
+        admin_id, admin = await issue_token(app, team_a, "ADMIN", name="a-admin")
+        guest_id, guest = await issue_token(app, team_b, "ADMIN", name="b-admin")
+        members = f"{API}/workspaces/{team_a}/members"
+        granted = await app.client.put(f"{members}/{guest_id}", headers=admin, json={"role": "OPERATOR"})
+        reading = await app.client.get(accounts_url(team_a), headers=guest)
+        viewer = await app.client.delete(f"{members}/{guest_id}", headers=guest)  # an OPERATOR here
+        removed = await app.client.delete(f"{members}/{guest_id}", headers=admin)
+        after = await app.client.get(accounts_url(team_a), headers=guest)
+        again = await app.client.delete(f"{members}/{guest_id}", headers=admin)
+        listed = (await app.client.get(members, headers=admin)).json()["items"]
+        audit = await app.client.get(
+            f"{API}/workspaces/{team_a}/audit-events",
+            headers=admin,
+            params={"action": "workspace.member.delete", "resourceId": guest_id},
+        )
+
+    assert (granted.status_code, reading.status_code) == (200, 200)
+    assert viewer.status_code == 403
+    assert removed.status_code == 204
+    assert after.status_code == 404  # another workspace's token: not even told the workspace exists
+    assert (again.status_code, again.json()["code"]) == (404, "RESOURCE_NOT_FOUND")
+    assert listed == []
+    assert [(e["outcome"], e["actor"]["id"]) for e in audit.json()["items"]] == [
+        ("SUCCESS", admin_id),
+        ("DENIED", guest_id),
+    ]
+
+
+async def test_removing_the_last_admin_membership_is_refused(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        team_a = await create_workspace(app, "team-a")
+        team_b = await create_workspace(app, "team-b")
+        guest_id, guest = await issue_token(app, team_b, "VIEWER", name="b-viewer")
+        members = f"{API}/workspaces/{team_a}/members"
+        await app.client.put(f"{members}/{guest_id}", headers=app.admin(), json={"role": "ADMIN"})
+        refused = await app.client.delete(f"{members}/{guest_id}", headers=guest)
+        local_id, _ = await issue_token(app, team_a, "ADMIN", name="a-admin", as_headers=guest)
+        allowed = await app.client.delete(f"{members}/{guest_id}", headers=guest)
+    assert (refused.status_code, refused.json()["code"]) == (409, "RESOURCE_IN_USE")
+    assert local_id
+    assert allowed.status_code == 204
+
+
 async def test_members_are_managed_by_workspace_admins_only(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await create_workspace(app, "team-b")

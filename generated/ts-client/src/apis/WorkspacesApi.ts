@@ -65,6 +65,17 @@ export interface CreateWorkspaceRequest {
     idempotencyKey?: string;
 }
 
+export interface DeleteWorkspaceMemberRequest {
+    /**
+     * 
+     */
+    workspaceId: string;
+    /**
+     * 
+     */
+    userId: string;
+}
+
 export interface GetWorkspaceRequest {
     /**
      * 
@@ -190,6 +201,68 @@ export class WorkspacesApi extends runtime.BaseAPI {
     async createWorkspace(requestParameters: CreateWorkspaceRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<Workspace> {
         const response = await this.createWorkspaceRaw(requestParameters, initOverrides);
         return await response.value();
+    }
+
+    /**
+     * Creates request options for deleteWorkspaceMember without sending the request
+     */
+    async deleteWorkspaceMemberRequestOpts(requestParameters: DeleteWorkspaceMemberRequest): Promise<runtime.RequestOpts> {
+        if (requestParameters['workspaceId'] == null) {
+            throw new runtime.RequiredError(
+                'workspaceId',
+                'Required parameter "workspaceId" was null or undefined when calling deleteWorkspaceMember().'
+            );
+        }
+
+        if (requestParameters['userId'] == null) {
+            throw new runtime.RequiredError(
+                'userId',
+                'Required parameter "userId" was null or undefined when calling deleteWorkspaceMember().'
+            );
+        }
+
+        const queryParameters: any = {};
+
+        const headerParameters: runtime.HTTPHeaders = {};
+
+        if (this.configuration && this.configuration.accessToken) {
+            const token = this.configuration.accessToken;
+            const tokenString = await token("ApiToken", []);
+
+            if (tokenString) {
+                headerParameters["Authorization"] = `Bearer ${tokenString}`;
+            }
+        }
+
+        let urlPath = `/api/v1/workspaces/{workspaceId}/members/{userId}`;
+        urlPath = urlPath.replace('{workspaceId}', encodeURIComponent(String(requestParameters['workspaceId'])));
+        urlPath = urlPath.replace('{userId}', encodeURIComponent(String(requestParameters['userId'])));
+
+        return {
+            path: urlPath,
+            method: 'DELETE',
+            headers: headerParameters,
+            query: queryParameters,
+        };
+    }
+
+    /**
+     * Removes the membership, and with it every role the token had here through it: a token issued in another workspace loses all access to this one. A token issued in this workspace goes back to the role it was issued with (revoke it to take that away too). 404 when the token is no member; removing the last ADMIN is refused with 409 RESOURCE_IN_USE.
+     * Remove a member
+     */
+    async deleteWorkspaceMemberRaw(requestParameters: DeleteWorkspaceMemberRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<void>> {
+        const requestOptions = await this.deleteWorkspaceMemberRequestOpts(requestParameters);
+        const response = await this.request(requestOptions, initOverrides);
+
+        return new runtime.VoidApiResponse(response);
+    }
+
+    /**
+     * Removes the membership, and with it every role the token had here through it: a token issued in another workspace loses all access to this one. A token issued in this workspace goes back to the role it was issued with (revoke it to take that away too). 404 when the token is no member; removing the last ADMIN is refused with 409 RESOURCE_IN_USE.
+     * Remove a member
+     */
+    async deleteWorkspaceMember(requestParameters: DeleteWorkspaceMemberRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<void> {
+        await this.deleteWorkspaceMemberRaw(requestParameters, initOverrides);
     }
 
     /**

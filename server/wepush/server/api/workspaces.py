@@ -11,7 +11,7 @@ from wepush.server.api._context import services
 from wepush.server.api._idempotency import idempotency_request
 from wepush.server.api._paging import keyset_request, page_body
 from wepush.server.api._render_core import render_member, render_workspace
-from wepush.server.api._responses import json_response
+from wepush.server.api._responses import empty_response, json_response
 from wepush.server.domain import WorkspaceRole
 
 
@@ -77,3 +77,10 @@ async def put_workspace_member_role(
         trace_id=current_trace_id(),
     )
     return json_response(render_member(member))
+
+
+async def delete_workspace_member(workspace_id: str, user_id: str) -> ConnexionResponse:
+    await services().resources.workspaces.remove_member(
+        current_principal(), workspace_id, user_id, trace_id=current_trace_id()
+    )
+    return empty_response(204)

@@ -268,6 +268,49 @@ class WorkspaceService:
             )
             return result
 
+    async def remove_member(
+        self, principal: Principal, workspace_id: str, user_id: str, *, trace_id: str | None = None
+    ) -> None:
+        """Remove a membership: a token of another workspace loses every role here, one of this workspace
+        goes back to the role it was issued with. The workspace keeps a working ADMIN."""
+        await authorize_audited(
+            self._deps,
+            principal,
+            workspace_id,
+            Role.ADMIN,
+            action="workspace.member.delete",
+            resource_type=MEMBER_RESOURCE,
+            resource_id=user_id,
+            trace_id=trace_id,
+        )
+        now = self._deps.clock()
+        async with self._deps.uow() as uow:
+            await ensure_workspace(uow, principal, workspace_id)
+            await uow.workspaces.get(workspace_id, for_membership_change=True)
+            member = await uow.workspaces.find_member(workspace_id, user_id)
+            if member is None:
+                raise NotFound("workspace_member", user_id)
+            if member.role is WorkspaceRole.ADMIN:
+                try:
+                    token: ApiToken | None = await uow.api_tokens.get(user_id)
+                except NotFound:
+                    token = None
+                stays_admin = token is not None and acts_as_admin_without_membership(token, workspace_id, now)
+                if not stays_admin and not await another_admin(uow, workspace_id, user_id, now):
+                    raise LastAdminRequired(workspace_id)
+            await uow.workspaces.remove_member(workspace_id, user_id)
+            await self._deps.auditor.record(
+                uow,
+                principal,
+                "workspace.member.delete",
+                MEMBER_RESOURCE,
+                workspace_id=workspace_id,
+                resource_id=user_id,
+                fields=["role"],
+                summary=f"Member removed (was {member.role.value})",
+                trace_id=trace_id,
+            )
+
 
 async def _token_principal(uow: UnitOfWork, user_id: str) -> ApiToken:
     """A new member is an API token (a token is its own member): a mistyped id is 404, not a membership
