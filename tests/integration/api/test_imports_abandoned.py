@@ -21,9 +21,14 @@ import pytest
 from tests.contract.repositories._world import accepted
 from tests.fixtures.db import SteppingClock
 from tests.helpers_app import RunningApp
-from tests.integration.api._support import default_workspace, service, uow
+from tests.integration.api._support import default_workspace, issue_token, service, uow
 from tests.integration.api._support_content import create_audience, expect, start_import
-from wepush.server.application._import_receiving import AbandonedUploads, ReceivingPolicy
+from wepush.server.application._import_receiving import (
+    CREDENTIAL_LOST,
+    AbandonedUploads,
+    ReceivingPolicy,
+    UploadCredentialLost,
+)
 from wepush.server.application.auth import Principal, PrincipalType, Role
 from wepush.server.application.imports import ImportService
 from wepush.server.domain import (
@@ -262,3 +267,37 @@ async def test_every_instance_runs_the_check_from_its_start_until_it_stops(tmp_p
     assert alive
     assert running.cancelled()
     assert runtime.abandoned_uploads is None
+
+
+async def test_an_upload_whose_token_is_revoked_stops_at_the_next_renewal(tmp_path: Path) -> None:
+    """As an event stream stops at its next heartbeat: a revoked token's upload, which may run for hours,
+    is failed at the next lease renewal instead of being staged."""
+    clock, renewals, file = SteppingClock(utc_now()), Renewals(), StallingFile()
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(app, ws, audience["id"], itemIdField="mobile")
+        token_id, headers = await issue_token(app, ws, "OPERATOR")
+        operator = await app.runtime.services.auth.authenticate_api_token(
+            headers["Authorization"].removeprefix("Bearer ")
+        )
+        assert operator is not None
+        imports = _imports(app, clock, renewals)
+        uploading = asyncio.create_task(
+            imports.upload(operator, ws, audience["id"], started["id"], file.chunks())
+        )
+        await asyncio.wait_for(file.first_sent.wait(), 10)
+        clock.advance(RENEWAL)
+        await renewals.tick()  # still valid: the upload goes on
+        revoked = await app.client.delete(
+            f"/api/v1/workspaces/{ws}/api-tokens/{token_id}", headers=app.admin()
+        )
+        clock.advance(RENEWAL)
+        await renewals.tick()
+        file.release.set()
+        with pytest.raises(UploadCredentialLost):
+            await asyncio.wait_for(uploading, 10)
+        stored = await _stored(app, ws, started["id"])
+
+    assert revoked.status_code == 204
+    assert (stored.state, stored.failure_reason) == (ImportState.FAILED, CREDENTIAL_LOST)

@@ -20,20 +20,22 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Final
+from typing import ClassVar, Final
 
 from wepush.server.application.audit import Auditor
 from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.application.import_retention import discard_staging_in_batches
-from wepush.server.domain import AudienceImport, AuditOutcome, UnitOfWork, UnitOfWorkFactory
+from wepush.server.domain import AudienceImport, AuditOutcome, DomainError, UnitOfWork, UnitOfWorkFactory
 
 __all__ = [
     "ABANDONED",
+    "CREDENTIAL_LOST",
     "IMPORT_SERVICE",
     "AbandonedUploads",
     "ReceivingLease",
     "ReceivingPolicy",
     "UploadAbandoned",
+    "UploadCredentialLost",
     "receiving",
     "record_upload_failed",
 ]
@@ -42,6 +44,9 @@ _log = logging.getLogger("wepush.server.imports")
 #: The actor of what the Service does to imports on its own.
 IMPORT_SERVICE: Final = Principal(type=PrincipalType.SYSTEM, id="service")
 _RESOURCE: Final = "AUDIENCE_IMPORT"
+CREDENTIAL_LOST: Final = (
+    "the upload was stopped: the token sending the file was revoked or expired while it was being sent"
+)
 ABANDONED: Final = (
     "the upload was abandoned: the Service instance receiving the file stopped answering before it was "
     "complete; start a new import to send the file again"
@@ -51,6 +56,18 @@ ABANDONED: Final = (
 class UploadAbandoned(Exception):
     """The receiver's lease on the import is gone: another instance gave the upload up (or its deadline
     passed), so the rest of the file has nowhere to go."""
+
+
+class UploadCredentialLost(DomainError):
+    """The token sending the file was revoked (or expired) while it was being sent: the upload stops at
+    the next renewal, as an event stream does at its next heartbeat, instead of running on for hours."""
+
+    code: ClassVar[str] = "AUTHENTICATION_REQUIRED"
+    status: ClassVar[int] = 401
+
+    def __init__(self, import_id: str) -> None:
+        super().__init__(CREDENTIAL_LOST)
+        self.import_id = import_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +88,21 @@ class ReceivingLease:
         import_id: str,
         clock: Callable[[], datetime],
         policy: ReceivingPolicy,
+        credential: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         self._uow = uow
         self._import_id = import_id
         self._clock = clock
         self._policy = policy
+        self._credential = credential
         self.lost = False
+        self.credential_lost = False
 
     def check(self) -> None:
         if self.lost:
             raise UploadAbandoned(self._import_id)
+        if self.credential_lost:
+            raise UploadCredentialLost(self._import_id)
 
     async def renew(self) -> bool:
         """Move the lease on; False (and :attr:`lost`) once the import is no longer STAGING."""
@@ -97,6 +119,9 @@ class ReceivingLease:
             try:
                 if not await self.renew():
                     return
+                if self._credential is not None and not await self._credential():
+                    self.credential_lost = True
+                    return
             except Exception:
                 # The database did not answer this time; the lease leaves room for several misses.
                 _log.warning(
@@ -108,10 +133,16 @@ class ReceivingLease:
 
 @contextlib.asynccontextmanager
 async def receiving(
-    uow: UnitOfWorkFactory, import_id: str, clock: Callable[[], datetime], policy: ReceivingPolicy
+    uow: UnitOfWorkFactory,
+    import_id: str,
+    clock: Callable[[], datetime],
+    policy: ReceivingPolicy,
+    *,
+    credential: Callable[[], Awaitable[bool]] | None = None,
 ) -> AsyncIterator[ReceivingLease]:
-    """The lease on a claimed import, renewed in the background while the block runs."""
-    lease = ReceivingLease(uow, import_id, clock, policy)
+    """The lease on a claimed import, renewed in the background while the block runs; at each renewal
+    ``credential`` says whether the uploader may still send."""
+    lease = ReceivingLease(uow, import_id, clock, policy, credential)
     renewing = asyncio.create_task(lease.renew_until_lost(), name=f"import-lease-{import_id}")
     try:
         yield lease

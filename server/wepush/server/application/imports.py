@@ -13,7 +13,7 @@ import csv
 import dataclasses
 import io
 import logging
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -24,9 +24,11 @@ from wepush.server.application._import_charset import check_declared_charset
 from wepush.server.application._import_coding import ContentCoding, content_coding, decoded
 from wepush.server.application._import_errors import ContentRejected, ImportLimitError, UploadTooLarge
 from wepush.server.application._import_receiving import (
+    CREDENTIAL_LOST,
     IMPORT_SERVICE,
     AbandonedUploads,
     UploadAbandoned,
+    UploadCredentialLost,
     receiving,
     record_upload_failed,
 )
@@ -280,14 +282,20 @@ class ImportService:
             trace_id=trace_id,
         )
         coding = content_coding(content_encoding)
-        limit = self._deps.import_limits.max_bytes
-        if coding is ContentCoding.IDENTITY and content_length is not None and content_length > limit:
+        max_bytes = self._deps.import_limits.max_bytes
+        if coding is ContentCoding.IDENTITY and content_length is not None and content_length > max_bytes:
             # Nothing was read: the import keeps waiting for a file that fits.
-            raise UploadTooLarge(f"the file is larger than the import limit of {limit} bytes")
+            raise UploadTooLarge(f"the file is larger than the import limit of {max_bytes} bytes")
         claimed = await self._claim(principal, workspace_id, audience_id, import_id, content_type)
         settings = ImportSettings.from_options(claimed.format, claimed.options)
         try:
-            async with receiving(self._deps.uow, import_id, self._deps.clock, self._deps.receiving) as lease:
+            async with receiving(
+                self._deps.uow,
+                import_id,
+                self._deps.clock,
+                self._deps.receiving,
+                credential=self._still_usable(principal),
+            ) as lease:
                 outcome = await stage_upload(
                     decoded(chunks, coding),
                     uow=self._deps.uow,
@@ -298,6 +306,9 @@ class ImportService:
                 )
         except UploadAbandoned:
             raise await self._given_up(claimed) from None
+        except UploadCredentialLost:
+            await self._fail(claimed, principal, CREDENTIAL_LOST, trace_id)
+            raise
         except ContentRejected as rejected:
             return await self._fail(claimed, principal, str(rejected), trace_id)
         except UploadTooLarge as limit:
@@ -320,6 +331,19 @@ class ImportService:
             with contextlib.suppress(Exception):
                 await self._fail(claimed, principal, "the upload did not complete", trace_id)
             raise
+
+    def _still_usable(self, principal: Principal) -> Callable[[], Awaitable[bool]]:
+        """Whether the token sending a file may still send it (asked at each lease renewal)."""
+
+        async def usable() -> bool:
+            async with self._deps.uow(read_only=True) as uow:
+                try:
+                    token = await uow.api_tokens.get(principal.id)
+                except NotFound:
+                    return True  # not a token's principal (the Service's own): nothing can revoke it
+            return token.is_usable(self._deps.clock())
+
+        return usable
 
     async def _mark_staged(
         self, claimed: AudienceImport, outcome: StagingOutcome, principal: Principal, trace_id: str | None
