@@ -87,6 +87,28 @@ def test_composite_dedupe_keys_make_one_item_id_and_all_parts_are_required() -> 
     assert rows.build(record(3, "138", "", "x")).reason_code == "MISSING_FIELD"
 
 
+def test_composite_dedupe_keys_longer_than_an_item_id_are_known_by_their_digest() -> None:
+    """Each key within the field limit, together past 256 characters: accepted, not ITEM_ID_TOO_LONG,
+    and the same keys still make the same item id (so duplicates are still found)."""
+    wide = ImportLimits(max_bytes=1 << 30, max_rows=1000, max_columns=4, max_field_length=200)
+    settings = ImportSettings(
+        format=ImportFormat.CSV,
+        field_mapping={"Mobile": "mobile", "Name": "name"},
+        dedupe_keys=("mobile", "name"),
+    )
+    rows = RowBuilder(settings, wide)
+    rows.header(record(1, "Mobile", "Name", "Extra"))
+    first = rows.build(record(2, "m" * 150, "安" * 150, "x"))
+    again = rows.build(record(3, "m" * 150, "安" * 150, "y"))
+    other = rows.build(record(4, "m" * 150, "安" * 149, "x"))
+    assert first.status is StagedRowStatus.ACCEPTED
+    assert first.item_key is not None
+    assert first.item_key.startswith("sha256:")
+    assert len(first.item_key) == len("sha256:") + 64
+    assert again.item_key == first.item_key
+    assert other.item_key != first.item_key
+
+
 def test_without_identity_each_row_is_its_own_recipient_but_empty_rows_are_rejected() -> None:
     rows = builder()
     assert rows.build(record(7, "138", "", "x")).item_key == "line-7"

@@ -7,6 +7,7 @@ wins), so this step keeps no per-recipient state and its memory stays flat for a
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from collections.abc import Callable, Sequence
 from json.encoder import encode_basestring
@@ -35,6 +36,7 @@ from wepush.server.domain import (
 __all__ = ["MAX_ITEM_KEY_CHARS", "MAX_RAW_CHARS", "RowBuilder", "RowCode", "storable"]
 
 MAX_ITEM_KEY_CHARS: Final = 256
+_DIGEST_PREFIX: Final = "sha256:"
 MAX_RAW_CHARS: Final = 4096
 _MAX_NAME_CHARS: Final = 64
 _SHOWN_COLUMNS: Final = 8
@@ -318,7 +320,14 @@ class RowBuilder:
             # Without an identity every row is its own recipient, known by where it came from.
             return f"line-{line}" if any(fields.values()) else None
         parts = [fields[name] for name in keys]
-        return canonical_json(parts) if all(parts) else None
+        if not all(parts):
+            return None
+        composite = canonical_json(parts)
+        if len(composite) <= MAX_ITEM_KEY_CHARS:
+            return composite
+        # Dedupe keys the user chose, each within the field limit, can add up past the item id's length:
+        # such a row is known by the digest of its keys instead of being rejected for a limit it never set.
+        return _DIGEST_PREFIX + hashlib.sha256(composite.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _missing(self, fields: dict[str, str]) -> str:
         empty = [name for name in self._key_fields if not fields[name]]
