@@ -116,7 +116,9 @@ async def test_mixed_file_is_staged_with_exact_counts_preview_and_error_download
         assert download.status_code == 200
         assert download.headers["content-type"].startswith("text/csv")
         assert "attachment" in download.headers["content-disposition"]
-        table = list(csv.reader(io.StringIO(download.text)))
+        # A byte-order mark first, so that Excel reads the Chinese in raw lines as UTF-8.
+        assert download.content.startswith(b'\xef\xbb\xbf"lineNumber"')
+        table = list(csv.reader(io.StringIO(download.content.decode("utf-8-sig"))))
         assert table[0] == ["lineNumber", "code", "reason", "raw"]
         assert len(table) == 1 + 32
         by_line = {int(row[0]): row for row in table[1:]}
@@ -326,7 +328,7 @@ async def test_a_gb18030_file_from_a_chinese_spreadsheet_is_stored_as_unicode(tm
         errors = await app.client.get(
             import_url(ws, audience["id"], staged["id"], "errors"), headers=app.admin()
         )
-        codes = [row[1] for row in csv.reader(io.StringIO(errors.text))][1:]
+        codes = [row[1] for row in csv.reader(io.StringIO(errors.content.decode("utf-8-sig")))][1:]
         assert codes == ["DUPLICATE_ITEM_KEY", "INVALID_ENCODING"]
         snapshot = expect(await commit(app, ws, audience["id"], staged["id"], audience["version"]), 201)
         page = await first_recipients(app, ws, snapshot["id"])
@@ -695,7 +697,7 @@ async def test_an_error_download_whose_rows_are_discarded_midway_breaks_off_inst
 
 def expect_ok_csv(response: Any) -> list[list[str]]:
     assert response.status_code == 200, response.text
-    return list(csv.reader(io.StringIO(response.text)))
+    return list(csv.reader(io.StringIO(response.content.decode("utf-8-sig"))))
 
 
 async def test_many_commits_at_once_each_get_their_snapshot_without_exhausting_the_pool(
@@ -755,7 +757,7 @@ async def test_a_duplicate_shows_the_same_fields_in_preview_and_download(tmp_pat
             "raw": "13800000001",
         }
     ]
-    assert list(csv.reader(io.StringIO(download.text)))[1] == [
+    assert list(csv.reader(io.StringIO(download.content.decode("utf-8-sig"))))[1] == [
         "3",
         "DUPLICATE_ITEM_KEY",
         "the item key already appeared on an earlier line",

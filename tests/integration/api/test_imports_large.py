@@ -65,7 +65,7 @@ async def test_a_hundred_thousand_rows_are_staged_and_committed_exactly(tmp_path
         errors = await app.client.get(
             import_url(ws, audience["id"], started["id"], "errors"), headers=app.admin()
         )
-        table = list(csv.reader(io.StringIO(errors.text)))
+        table = list(csv.reader(io.StringIO(errors.content.decode("utf-8-sig"))))
         assert len(table) == 1 + rejected + duplicates
         assert table[1][:2] == ["501", "DUPLICATE_ITEM_KEY"]
 

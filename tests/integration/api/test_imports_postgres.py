@@ -34,7 +34,7 @@ async def test_import_commit_and_job_on_postgresql(tmp_path: Path, postgres_url:
         errors = await app.client.get(
             import_url(ws, audience["id"], started["id"], "errors"), headers=app.admin()
         )
-        assert errors.text.splitlines()[1:] == [
+        assert errors.content.decode("utf-8-sig").splitlines()[1:] == [
             '"5","DUPLICATE_ITEM_KEY","the item key already appeared on an earlier line","1,dup"',
             '"6","COLUMN_COUNT","the line has 3 columns; the header has 2","3,x,y"',
             '"8","INVALID_ENCODING","the line is not valid utf-8; spreadsheet programs on Chinese systems usually save gb18030","5,\ufffd"',

@@ -32,6 +32,7 @@ from wepush.server.domain import (
 
 __all__ = [
     "ERROR_CSV_COLUMNS",
+    "UTF8_BOM",
     "error_csv",
     "render_audience",
     "render_import",
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 ERROR_CSV_COLUMNS: Final = ("lineNumber", "code", "reason", "raw")
+UTF8_BOM: Final = "\ufeff".encode()
 _MAX_REASON_CHARS: Final = 1024
 _MAX_RAW_CHARS: Final = 4096
 
@@ -191,7 +193,10 @@ def _csv_text(rows: Iterable[Iterable[Any]]) -> bytes:
 
 
 async def error_csv(pages: AsyncIterator[list[StagedRow]]) -> AsyncIterator[bytes]:
-    """The header, then one CSV chunk per page of rejected rows, as the pages arrive."""
-    yield _csv_text([ERROR_CSV_COLUMNS])
+    """A byte-order mark, the header, then one CSV chunk per page of rejected rows, as the pages arrive.
+
+    The mark is how Excel tells UTF-8 from the system's code page: without it, the Chinese in a raw line
+    opened on a Chinese Windows showed as mojibake (CSV readers such as Python's ``utf-8-sig`` skip it)."""
+    yield UTF8_BOM + _csv_text([ERROR_CSV_COLUMNS])
     async for page in pages:
         yield _csv_text([row.line_number, _code_of(row), row.reason or "", (row.raw or "")] for row in page)
