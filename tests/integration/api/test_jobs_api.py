@@ -106,6 +106,11 @@ async def test_job_validation_names_each_bad_field(tmp_path: Path) -> None:
             json=job_body(world, policies={"retry": {"initialDelay": "PT1S", "jitter": "PT2S"}}),
         )
         assert await _errors(jitter) == [("/policies/retry/jitter", "OUT_OF_RANGE")]
+        # A duration past what a timestamp can hold is named by its own field, not by "/policies".
+        endless = await app.client.post(
+            url, headers=app.admin(), json=job_body(world, policies={"timeout": {"item": "P99999999999999D"}})
+        )
+        assert await _errors(endless) == [("/policies/timeout/item", "MALFORMED")]
         assert expect(await app.client.get(url, headers=app.admin()), 200)["items"] == []
 
 

@@ -54,9 +54,15 @@ def _section(doc: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value
 
 
-def _duration(section: Mapping[str, Any], key: str, default: str | None) -> timedelta | None:
+def _duration(section: Mapping[str, Any], key: str, default: str | None, where: str) -> timedelta | None:
+    """``section[key]`` as a duration; one that cannot be read is named by its own path (``timeout.item``)."""
     raw = section.get(key, default)
-    return None if raw is None else parse_duration(str(raw))
+    if raw is None:
+        return None
+    try:
+        return parse_duration(str(raw))
+    except ValueError as exc:
+        raise InvalidPolicies([(f"{where}.{key}", "MALFORMED", str(exc))]) from None
 
 
 def policies_from_json(doc: Mapping[str, Any]) -> ExecutionPolicies:
@@ -69,7 +75,7 @@ def policies_from_json(doc: Mapping[str, Any]) -> ExecutionPolicies:
         result = _section(doc, "result")
         pause = _section(doc, "pause")
         base = ConcurrencyPolicy()
-        initial = _duration(retry, "initialDelay", "PT1S") or timedelta(0)
+        initial = _duration(retry, "initialDelay", "PT1S", "retry") or timedelta(0)
         jitter = float(retry.get("jitter", 0.2))
         if not 0.0 <= jitter <= 1.0:
             # A fraction of the delay; outside [0, 1] it is a mistake, and a huge one would not even fit
@@ -89,22 +95,22 @@ def policies_from_json(doc: Mapping[str, Any]) -> ExecutionPolicies:
             retry=RetryPolicy(
                 max_attempts=int(retry.get("maxAttempts", 3)),
                 initial_delay=initial,
-                max_delay=_duration(retry, "maxDelay", "PT30S") or timedelta(0),
+                max_delay=_duration(retry, "maxDelay", "PT30S", "retry") or timedelta(0),
                 multiplier=float(retry.get("multiplier", 2.0)),
                 jitter=initial * jitter,
                 retry_on=frozenset(ErrorCategory(c) for c in retry.get("retryOn", _DEFAULT_RETRY_ON)),
             ),
             timeout=TimeoutPolicy(
-                item=_duration(timeout, "item", "PT30S"),
-                run=_duration(timeout, "run", None),
-                connect=_duration(timeout, "connect", "PT5S"),
+                item=_duration(timeout, "item", "PT30S", "timeout"),
+                run=_duration(timeout, "run", None, "timeout"),
+                connect=_duration(timeout, "connect", "PT5S", "timeout"),
             ),
             result=ResultPolicy(
                 save_response_body=bool(result.get("saveResponseBody", False)),
                 response_body_max_bytes=int(result.get("responseBodyMaxBytes", 4096)),
             ),
             pause=PausePolicy(
-                max_pause_duration=_duration(pause, "maxPauseDuration", "PT24H"),
+                max_pause_duration=_duration(pause, "maxPauseDuration", "PT24H", "pause"),
                 on_pause_timeout=PauseTimeoutAction(pause.get("onPauseTimeout", "CANCEL")),
             ),
         )
