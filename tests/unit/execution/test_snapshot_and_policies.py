@@ -233,13 +233,13 @@ def test_policies_map_to_the_engine_including_the_jitter_fraction() -> None:
     [
         ({"concurrency": {"min": 5, "max": 2, "target": 3}}, "concurrency.max"),
         ({"retry": {"maxAttempts": 3, "retryOn": ["AUTHENTICATION"]}}, "retry.retryOn"),
-        ({"timeout": {"item": "soon"}}, ""),
+        ({"timeout": {"item": "soon"}}, "timeout.item"),
         ({"concurrency": "fast"}, ""),
         # Found by the contract fuzzer as 500s: sizes no timedelta holds.
         ({"retry": {"maxAttempts": 3, "jitter": 2}}, "retry.jitter"),
         ({"retry": {"maxAttempts": 3, "jitter": 1e308, "initialDelay": "P999999999D"}}, "retry.jitter"),
-        ({"timeout": {"item": "P9999999999D"}}, ""),
-        ({"timeout": {"connect": "PT99999999999999999999S"}}, ""),
+        ({"timeout": {"item": "P9999999999D"}}, "timeout.item"),
+        ({"timeout": {"connect": "PT99999999999999999999S"}}, "timeout.connect"),
         (
             {
                 "retry": {"maxAttempts": 20, "initialDelay": "P291248511DT924M", "maxDelay": "P999999999D"},
