@@ -319,3 +319,25 @@ async def test_secret_values_never_leave_the_service(
     assert caplog.records, "the flow produced no log records to inspect"
     for secret in (SECRET_VALUE, OTHER_SECRET_VALUE):
         assert secret not in caplog.text
+
+
+async def test_a_key_file_made_unsafe_while_running_is_503_until_it_is_fixed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Service reads the key file again to seal: opened to others meanwhile, it refuses to use it
+    (fail closed) with a 503 that does not say where the file is, and recovers once it is fixed."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        key_file = app.runtime.config.secrets.master_key_file
+        key_file.chmod(0o644)
+        refused = await app.client.post(accounts_url(ws), headers=app.admin(), json=http_account("first"))
+        key_file.chmod(0o600)
+        accepted = await app.client.post(accounts_url(ws), headers=app.admin(), json=http_account("second"))
+
+    assert refused.status_code == 503
+    assert refused.json()["code"] == "SERVICE_NOT_READY"
+    assert str(key_file) not in refused.text
+    assert accepted.status_code == 201, accepted.text
+    logged = [r for r in caplog.records if getattr(r, "event", None) == "MASTER_KEY_UNAVAILABLE"]
+    assert len(logged) == 1
+    assert logged[0].exc_info is None

@@ -237,6 +237,25 @@ async def handle_client_disconnect(request: ConnexionRequest, exc: Exception) ->
     )
 
 
+async def handle_master_key_error(request: ConnexionRequest, exc: Exception) -> ConnexionResponse:
+    """The master key cannot be read any more (its file's mode widened, the file gone, a version
+    missing): nothing can be sealed or opened until an operator fixes it. The log says what is wrong;
+    the client learns that the Service cannot serve this now, not where its key file is."""
+    _log.error(
+        "the master key cannot be used: %s (%s %s)",
+        exc,
+        request.method,
+        request.url.path,
+        extra={"event": "MASTER_KEY_UNAVAILABLE"},
+    )
+    return problem_response(
+        "SERVICE_NOT_READY",
+        "The Service cannot use its master key; an operator has to check the key file (see the Service log).",
+        status=503,
+        trace_id=_trace_id(request),
+    )
+
+
 def _domain_extras(exc: Exception) -> tuple[list[dict[str, str]], dict[str, Any]]:
     errors: list[dict[str, str]] = []
     extra: dict[str, Any] = {}

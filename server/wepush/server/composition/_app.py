@@ -22,6 +22,7 @@ from wepush.server.api._problems import (
     handle_client_disconnect,
     handle_coded_error,
     handle_connexion_problem,
+    handle_master_key_error,
     handle_not_started,
     handle_unexpected,
     http_exception_handler,
@@ -33,6 +34,7 @@ from wepush.server.application.idempotency import IdempotencyConflict, Idempoten
 from wepush.server.application.paging import CursorInvalid, PageLimitInvalid
 from wepush.server.composition._resolver import HandlerResolver, unimplemented_operations
 from wepush.server.domain import DomainError
+from wepush.server.domain.secrets import MasterKeyError
 
 #: Errors that carry a stable ``code`` (and maybe ``status``) and become problem+json as they are.
 CODED_ERRORS: tuple[type[Exception], ...] = (
@@ -129,6 +131,7 @@ def create_app(
         app.add_error_handler(coded, handle_coded_error)
     app.add_error_handler(ServiceNotStarted, handle_not_started)
     app.add_error_handler(ClientDisconnect, handle_client_disconnect)
+    app.add_error_handler(MasterKeyError, handle_master_key_error)
     app.add_error_handler(Exception, handle_unexpected)
     asgi: ASGIApp = ServicesMiddleware(app, services)
     if wrap is not None:
