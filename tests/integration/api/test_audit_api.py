@@ -10,6 +10,7 @@ from tests.integration.api._support import (
     SECRET_VALUE,
     accounts_url,
     create_account,
+    create_workspace,
     default_workspace,
     http_account,
     issue_token,
@@ -184,3 +185,34 @@ async def test_events_outside_any_workspace_are_read_by_a_system_admin_only(tmp_
         assert (workspace_admin.status_code, workspace_admin.json()["code"]) == (403, "ACCESS_DENIED")
         reads = await app.client.get(system, headers=app.admin(), params={"action": "audit.read"})
         assert [e["outcome"] for e in reads.json()["items"]][:2] == ["SUCCESS", "DENIED"]
+
+
+async def test_a_token_without_a_role_in_a_workspace_is_404_there_and_audited_there(tmp_path: Path) -> None:
+    """Permission failures are audited (seed). A token with no role in a workspace is told nothing
+    (404, as for a workspace that does not exist), and the workspace's ADMINs see the attempt."""
+    async with service(tmp_path) as app:
+        team_a = await create_workspace(app, "team-a")
+        team_b = await create_workspace(app, "team-b")
+        outsider_id, outsider = await issue_token(app, team_b, "ADMIN", name="b-admin")
+        listing = await app.client.get(f"{API}/workspaces/{team_a}/accounts", headers=outsider)
+        minting = await app.client.post(
+            f"{API}/workspaces/{team_a}/api-tokens", headers=outsider, json={"name": "x", "role": "ADMIN"}
+        )
+        nowhere = await app.client.get(
+            f"{API}/workspaces/01900000-0000-7000-8000-000000000000/accounts", headers=outsider
+        )
+        events = (
+            await app.client.get(
+                f"{API}/workspaces/{team_a}/audit-events",
+                headers=app.admin(),
+                params={"actorId": outsider_id},
+            )
+        ).json()["items"]
+
+    assert [r.status_code for r in (listing, minting, nowhere)] == [404, 404, 404]
+    # The same answer as for a workspace that does not exist.
+    assert {r.json()["code"] for r in (listing, minting, nowhere)} == {"RESOURCE_NOT_FOUND"}
+    assert [(e["action"], e["outcome"]) for e in events] == [
+        ("token.create", "DENIED"),
+        ("account.list", "DENIED"),
+    ]

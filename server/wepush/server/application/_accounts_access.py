@@ -17,7 +17,7 @@ from wepush.server.application._deps import ServiceDeps
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.authorization import authorize, granted_by_system_admin
 from wepush.server.application.errors import AccessDenied
-from wepush.server.domain import AuditOutcome, UnitOfWork
+from wepush.server.domain import AuditOutcome, NotFound, UnitOfWork
 
 __all__ = ["SYSTEM_ADMIN_ACCESS", "authorize_audited", "ensure_workspace"]
 
@@ -40,6 +40,23 @@ async def authorize_audited(
     and an access granted only by SYSTEM_ADMIN as a SUCCESS event (404 first if the workspace is gone)."""
     try:
         role = authorize(principal, workspace_id, minimum)
+    except NotFound:
+        # No role here: answered 404, so that the workspace's existence stays hidden from the caller,
+        # and recorded in it (seed: permission failures are audited) for its ADMINs to see.
+        async with deps.uow() as uow:
+            if await _exists(uow, workspace_id):
+                await deps.auditor.record(
+                    uow,
+                    principal,
+                    action,
+                    resource_type,
+                    workspace_id=workspace_id,
+                    resource_id=resource_id,
+                    outcome=AuditOutcome.DENIED,
+                    summary="the caller has no role in this workspace (answered 404)",
+                    trace_id=trace_id,
+                )
+        raise
     except AccessDenied:
         async with deps.uow() as uow:
             await deps.auditor.record(
@@ -69,6 +86,14 @@ async def authorize_audited(
                 trace_id=trace_id,
             )
     return role
+
+
+async def _exists(uow: UnitOfWork, workspace_id: str) -> bool:
+    try:
+        await uow.workspaces.get(workspace_id)
+    except NotFound:
+        return False
+    return True
 
 
 async def ensure_workspace(uow: UnitOfWork, principal: Principal, workspace_id: str) -> None:
