@@ -53,6 +53,7 @@ REQUIRED_OPERATIONS: tuple[tuple[str, str, str, str], ...] = (
     ("put", _WS, "updateWorkspace", "workspaces"),
     ("get", _WS + "/members", "listWorkspaceMembers", "workspaces"),
     ("put", _WS + "/members/{userId}", "putWorkspaceMemberRole", "workspaces"),
+    ("delete", _WS + "/members/{userId}", "deleteWorkspaceMember", "workspaces"),
     ("get", "/api/v1/providers", "listProviders", "providers"),
     ("get", "/api/v1/providers/{providerId}", "getProvider", "providers"),
     ("get", "/api/v1/providers/{providerId}/schemas", "getProviderSchemas", "providers"),
