@@ -19,7 +19,8 @@ from tests.integration.api._support_runs import (
     uow,
 )
 from wepush.server.application.execution import item_id_for
-from wepush.server.domain import ItemState, PageRequest, RunState, SecretRecord, new_id, utc_now
+from wepush.server.domain import ItemState, PageRequest, RunState, new_id, utc_now
+from wepush.server.domain.secrets import secret_record_of
 
 OUTCOMES = {
     "13800000001": ItemState.SUCCEEDED,
@@ -117,18 +118,13 @@ async def _seal(app: RunningApp, world: World, name: str, value: str, record_ver
         record_id = new_id()
         sealed = store.encrypt(world.workspace_id, record_id, name, record_version, value.encode())
         await unit.secret_records.add(
-            SecretRecord(
-                id=record_id,
+            secret_record_of(
+                sealed,
+                record_id=record_id,
                 workspace_id=world.workspace_id,
                 owner_type="ACCOUNT",
                 owner_id=world.account.id,
                 name=name,
-                ciphertext=sealed.ciphertext,
-                nonce=sealed.nonce,
-                encrypted_dek=sealed.encrypted_dek,
-                dek_nonce=sealed.dek_nonce,
-                algorithm=sealed.algorithm,
-                key_version=sealed.key_version,
                 record_version=record_version,
                 created_at=now,
                 updated_at=now,

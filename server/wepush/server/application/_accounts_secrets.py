@@ -17,7 +17,7 @@ from typing import Final
 from wepush.agent.engine import SecretNotFoundError, SecretRef, SecretValue
 from wepush.server.application.errors import FieldIssue
 from wepush.server.domain import SecretRecord, UnitOfWork, UnitOfWorkFactory, new_id
-from wepush.server.domain.secrets import SecretStore, sealed_secret_of
+from wepush.server.domain.secrets import SecretStore, sealed_secret_of, secret_record_of
 
 __all__ = [
     "ACCOUNT_OWNER",
@@ -155,18 +155,13 @@ def seal_secret_writes(
             envelope = store.encrypt(workspace_id, record_id, secret_type(name), record_version, plaintext)
         finally:
             plaintext[:] = bytes(len(plaintext))
-        record = SecretRecord(
-            id=record_id,
+        record = secret_record_of(
+            envelope,
+            record_id=record_id,
             workspace_id=workspace_id,
             owner_type=ACCOUNT_OWNER,
             owner_id=account_id,
             name=name,
-            ciphertext=envelope.ciphertext,
-            nonce=envelope.nonce,
-            encrypted_dek=envelope.encrypted_dek,
-            dek_nonce=envelope.dek_nonce,
-            algorithm=envelope.algorithm,
-            key_version=envelope.key_version,
             record_version=record_version,
             created_at=current.created_at if current is not None else now,
             updated_at=now,

@@ -9,13 +9,15 @@ token, in the default workspace) counts like any other.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
+from typing import TypeVar
 
 from wepush.server.domain import (
     ApiToken,
     Keyset,
     NotFound,
+    Page,
     PageRequest,
     UnitOfWork,
     WorkspaceMember,
@@ -25,28 +27,28 @@ from wepush.server.domain import (
 __all__ = ["acts_as_admin_without_membership", "another_admin"]
 
 _PAGE = 200
+_T = TypeVar("_T")
 
 
-async def _members(uow: UnitOfWork, workspace_id: str) -> AsyncIterator[WorkspaceMember]:
+async def _every(
+    read: Callable[[PageRequest[Keyset]], Awaitable[Page[_T, Keyset]]],
+) -> AsyncIterator[_T]:
     after: Keyset | None = None
     while True:
-        page = await uow.workspaces.list_members(workspace_id, PageRequest(limit=_PAGE, after=after))
-        for member in page.items:
-            yield member
+        page = await read(PageRequest(limit=_PAGE, after=after))
+        for item in page.items:
+            yield item
         if page.next_after is None:
             return
         after = page.next_after
 
 
-async def _tokens(uow: UnitOfWork, workspace_id: str) -> AsyncIterator[ApiToken]:
-    after: Keyset | None = None
-    while True:
-        page = await uow.api_tokens.list_page(workspace_id, PageRequest(limit=_PAGE, after=after))
-        for token in page.items:
-            yield token
-        if page.next_after is None:
-            return
-        after = page.next_after
+def _members(uow: UnitOfWork, workspace_id: str) -> AsyncIterator[WorkspaceMember]:
+    return _every(lambda page: uow.workspaces.list_members(workspace_id, page))
+
+
+def _tokens(uow: UnitOfWork, workspace_id: str) -> AsyncIterator[ApiToken]:
+    return _every(lambda page: uow.api_tokens.list_page(workspace_id, page))
 
 
 async def _usable(uow: UnitOfWork, principal_id: str, now: datetime) -> bool:

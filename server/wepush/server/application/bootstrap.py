@@ -25,14 +25,13 @@ from wepush.server.domain import (
     DuplicateResource,
     NameAlreadyUsed,
     PageRequest,
-    SecretRecord,
     UnitOfWork,
     UnitOfWorkFactory,
     Workspace,
     WorkspaceRole,
     new_id,
 )
-from wepush.server.domain.secrets import SecretStore, sealed_secret_of
+from wepush.server.domain.secrets import SecretStore, sealed_secret_of, secret_record_of
 
 DEFAULT_WORKSPACE_NAME = "default"
 SYSTEM_OWNER_TYPE = "SYSTEM"
@@ -103,18 +102,13 @@ class SystemBootstrap:
             try:
                 async with self._uow() as uow:
                     await uow.secret_records.add(
-                        SecretRecord(
-                            id=record_id,
+                        secret_record_of(
+                            sealed,
+                            record_id=record_id,
                             workspace_id=workspace_id,
                             owner_type=SYSTEM_OWNER_TYPE,
                             owner_id=SYSTEM_OWNER_ID,
                             name=name,
-                            ciphertext=sealed.ciphertext,
-                            nonce=sealed.nonce,
-                            encrypted_dek=sealed.encrypted_dek,
-                            dek_nonce=sealed.dek_nonce,
-                            algorithm=sealed.algorithm,
-                            key_version=sealed.key_version,
                             record_version=1,
                             created_at=now,
                             updated_at=now,

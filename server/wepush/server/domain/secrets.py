@@ -11,6 +11,7 @@ The port is synchronous on purpose: sealing is a few microseconds of CPU and has
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Protocol
 
 from ._records import SecretRecord
@@ -24,6 +25,7 @@ __all__ = [
     "SecretStore",
     "SecretStoreError",
     "sealed_secret_of",
+    "secret_record_of",
 ]
 
 SECRET_ALGORITHM: Final = "AES-256-GCM"  # noqa: S105 - an algorithm name, not a credential
@@ -125,4 +127,38 @@ def sealed_secret_of(record: SecretRecord) -> SealedSecret:
         dek_nonce=record.dek_nonce,
         algorithm=record.algorithm,
         key_version=record.key_version,
+    )
+
+
+def secret_record_of(
+    sealed: SealedSecret,
+    *,
+    record_id: str,
+    workspace_id: str,
+    owner_type: str,
+    owner_id: str,
+    name: str,
+    record_version: int,
+    created_at: datetime,
+    updated_at: datetime,
+    version: int = 1,
+) -> SecretRecord:
+    """The ``secret_record`` row that stores ``sealed`` (the inverse of :func:`sealed_secret_of`).
+    ``record_version`` must be the one the envelope was sealed with: it is bound into its AAD."""
+    return SecretRecord(
+        id=record_id,
+        workspace_id=workspace_id,
+        owner_type=owner_type,
+        owner_id=owner_id,
+        name=name,
+        ciphertext=sealed.ciphertext,
+        nonce=sealed.nonce,
+        encrypted_dek=sealed.encrypted_dek,
+        dek_nonce=sealed.dek_nonce,
+        algorithm=sealed.algorithm,
+        key_version=sealed.key_version,
+        record_version=record_version,
+        created_at=created_at,
+        updated_at=updated_at,
+        version=version,
     )
