@@ -16,6 +16,7 @@ PUBLIC_API = {
         "SecretStore",
         "SecretStoreError",
         "sealed_secret_of",
+        "secret_record_of",
     },
     "wepush.server.infra.secrets": {
         "MASTER_KEY_ENV",
