@@ -38,7 +38,6 @@ from wepush.server.domain import (
     RunCommandType,
     RunEvent,
     RunEventDraft,
-    SecretRecord,
     StagedRow,
     StagedRowStatus,
     UnitOfWorkFactory,
@@ -46,7 +45,7 @@ from wepush.server.domain import (
     new_id,
     utc_now,
 )
-from wepush.server.domain.secrets import SecretStore
+from wepush.server.domain.secrets import SecretStore, secret_record_of
 from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
 
 TOKEN = "tok-Zx81-9f8e7d6c-secret"  # a test secret that must never leak
@@ -128,18 +127,13 @@ async def build_world(
             record_id = new_id()
             sealed = secret_store.encrypt(workspace.id, record_id, name, 1, value.encode())
             await unit.secret_records.add(
-                SecretRecord(
-                    id=record_id,
+                secret_record_of(
+                    sealed,
+                    record_id=record_id,
                     workspace_id=workspace.id,
                     owner_type="ACCOUNT",
                     owner_id=account.id,
                     name=name,
-                    ciphertext=sealed.ciphertext,
-                    nonce=sealed.nonce,
-                    encrypted_dek=sealed.encrypted_dek,
-                    dek_nonce=sealed.dek_nonce,
-                    algorithm=sealed.algorithm,
-                    key_version=sealed.key_version,
                     record_version=1,
                     created_at=now,
                     updated_at=now,

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 from tests.contract.repositories._world import add_workspace
 from wepush.server.application.master_key import MasterKeyRewrap
-from wepush.server.domain import PageRequest, SecretRecord, new_id
+from wepush.server.domain import PageRequest, new_id
+from wepush.server.domain.secrets import secret_record_of
 from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
@@ -25,18 +26,14 @@ async def test_a_rewrap_is_audited_under_the_secret_record_resource_type(sqlite_
         sealed = store.encrypt(workspace.id, record_id, "http-token", 1, b"bearer-4f1c")
         async with uow() as tx:
             await tx.secret_records.add(
-                SecretRecord(
-                    id=record_id,
+                secret_record_of(
+                    sealed,
+                    record_id=record_id,
                     workspace_id=workspace.id,
                     owner_type="ACCOUNT",
                     owner_id="account-1",
                     name="http-token",
-                    ciphertext=sealed.ciphertext,
-                    nonce=sealed.nonce,
-                    encrypted_dek=sealed.encrypted_dek,
-                    dek_nonce=sealed.dek_nonce,
-                    algorithm=sealed.algorithm,
-                    key_version=sealed.key_version,
+                    record_version=1,
                     created_at=NOW,
                     updated_at=NOW,
                 )

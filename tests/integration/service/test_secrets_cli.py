@@ -24,7 +24,7 @@ from wepush.server.composition._service import (
 )
 from wepush.server.config import ServiceConfig, load_config
 from wepush.server.domain import SecretRecord, new_id
-from wepush.server.domain.secrets import MasterKeyError, sealed_secret_of
+from wepush.server.domain.secrets import MasterKeyError, sealed_secret_of, secret_record_of
 from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, upgrade_database
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
@@ -52,20 +52,16 @@ async def _seal_secrets(config: ServiceConfig, store: LocalEnvelopeSecretStore) 
                 record_id = new_id()
                 sealed = store.encrypt(workspace.id, record_id, name, 1, value)
                 await unit.secret_records.add(
-                    SecretRecord(
+                    secret_record_of(
+                        sealed,
+                        record_id=record_id,
                         workspace_id=workspace.id,
                         owner_type="ACCOUNT",
                         owner_id="account-1",
                         name=name,
-                        ciphertext=sealed.ciphertext,
-                        nonce=sealed.nonce,
-                        encrypted_dek=sealed.encrypted_dek,
-                        dek_nonce=sealed.dek_nonce,
-                        algorithm=sealed.algorithm,
-                        key_version=sealed.key_version,
+                        record_version=1,
                         created_at=NOW,
                         updated_at=NOW,
-                        id=record_id,
                     )
                 )
     finally:

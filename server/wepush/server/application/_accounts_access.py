@@ -38,12 +38,10 @@ async def authorize_audited(
 ) -> Role:
     """:func:`authorize`, recording an ACCESS_DENIED refusal as a DENIED audit event before re-raising,
     and an access granted only by SYSTEM_ADMIN as a SUCCESS event (404 first if the workspace is gone)."""
-    try:
-        role = authorize(principal, workspace_id, minimum)
-    except NotFound:
-        # No role here: answered 404, so that the workspace's existence stays hidden from the caller,
-        # and recorded in it (seed: permission failures are audited) for its ADMINs to see.
+
+    async def denied(summary: str) -> None:
         async with deps.uow() as uow:
+            # Recorded in the workspace, for its ADMINs to see; one that does not exist has no audit.
             if await _exists(uow, workspace_id):
                 await deps.auditor.record(
                     uow,
@@ -53,23 +51,19 @@ async def authorize_audited(
                     workspace_id=workspace_id,
                     resource_id=resource_id,
                     outcome=AuditOutcome.DENIED,
-                    summary="the caller has no role in this workspace (answered 404)",
+                    summary=summary,
                     trace_id=trace_id,
                 )
+
+    try:
+        role = authorize(principal, workspace_id, minimum)
+    except NotFound:
+        # No role here: answered 404, so that the workspace's existence stays hidden from the caller,
+        # and still audited (seed: permission failures are audited).
+        await denied("the caller has no role in this workspace (answered 404)")
         raise
     except AccessDenied:
-        async with deps.uow() as uow:
-            await deps.auditor.record(
-                uow,
-                principal,
-                action,
-                resource_type,
-                workspace_id=workspace_id,
-                resource_id=resource_id,
-                outcome=AuditOutcome.DENIED,
-                summary=f"needs the {minimum.value} role",
-                trace_id=trace_id,
-            )
+        await denied(f"needs the {minimum.value} role")
         raise
     if granted_by_system_admin(principal, workspace_id, minimum):
         async with deps.uow() as uow:
