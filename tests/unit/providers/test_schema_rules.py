@@ -8,6 +8,7 @@ import pytest
 from jsonschema import Draft4Validator, Draft202012Validator
 
 from wepush.agent.providers.common import most_specific, value_free_rule, violation_path
+from wepush.agent.providers.common._schema_rules import PATTERN_RULE, with_ecma_pattern
 
 
 def _rule(
@@ -90,3 +91,38 @@ def test_alternatives_that_no_member_tells_apart_stay_one_shape_violation() -> N
     schema = {"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]}
     (error,) = Draft4Validator(schema).iter_errors({})
     assert value_free_rule(most_specific(error)) == "does not match the expected shape (oneOf)"
+
+
+_ECMA = with_ecma_pattern(Draft4Validator)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "matches"),
+    [
+        (r"^[a-f0-9]{4}$", "beef", True),
+        # Python's ``$`` matches before a final line break; ECMA-262's, the one JSON Schema names, does not.
+        (r"^[a-f0-9]{4}$", "beef\n", False),
+        (r"(ab$|cd$)", "cd\n", False),
+        # An escaped ``$`` and one inside a character class are characters, not anchors.
+        (r"^a\$$", "a$", True),
+        (r"^[$]$", "$", True),
+        (r"^[]$]$", "]", True),
+        (r"^[^]$]x$", "ax", True),
+        (r"^[^]$]x$", "ax\n", False),
+        # Unanchored patterns still search anywhere, as the keyword says.
+        (r"b", "abc", True),
+    ],
+)
+def test_the_pattern_keyword_anchors_dollar_at_the_end_of_the_text(
+    pattern: str, value: str, matches: bool
+) -> None:
+    assert (not list(_ECMA({"pattern": pattern}).iter_errors(value))) is matches
+
+
+def test_a_pattern_that_says_what_it_means_is_reported_in_those_words() -> None:
+    said = {"type": "string", "pattern": "^x$", PATTERN_RULE: "must be the letter x"}
+    assert _rule(Draft4Validator, said, "y") == "must be the letter x"
+    assert (
+        _rule(Draft4Validator, {"type": "string", "pattern": "^x$"}, "y")
+        == "does not match the required pattern"
+    )

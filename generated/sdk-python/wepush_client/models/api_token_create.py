@@ -18,7 +18,7 @@ import re  # noqa: F401
 import json
 
 from datetime import datetime
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from typing import Any, ClassVar, Dict, List, Optional
 from typing_extensions import Annotated
 from wepush_client.models.workspace_role import WorkspaceRole
@@ -30,10 +30,17 @@ class ApiTokenCreate(BaseModel):
     """
     ApiTokenCreate
     """ # noqa: E501
-    name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="Human-readable name, unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
+    name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     role: WorkspaceRole
     expires_at: Optional[datetime] = Field(default=None, description="Absent means the token does not expire.", alias="expiresAt")
     __properties: ClassVar[List[str]] = ["name", "role", "expiresAt"]
+
+    @field_validator('name', mode="before")
+    def name_validate_regular_expression(cls, value):
+        """Validates the regular expression"""
+        if isinstance(value, str) and not re.match(r"^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$", value):
+            raise ValueError(r"must validate the regular expression /^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$/")
+        return value
 
     model_config = ConfigDict(
         validate_by_name=True,

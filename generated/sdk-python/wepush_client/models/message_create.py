@@ -17,7 +17,7 @@ import pprint
 import re  # noqa: F401
 import json
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from typing import Any, ClassVar, Dict, List, Optional
 from typing_extensions import Annotated
 from typing import Optional, Set
@@ -28,11 +28,18 @@ class MessageCreate(BaseModel):
     """
     Creates the message and its revision 1.
     """ # noqa: E501
-    name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="Human-readable name, unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
+    name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     description: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Free text shown next to the name.", json_schema_extra={"examples": ["Sends the shipping notice to customers."]})
     provider_id: Annotated[str, Field(min_length=1, strict=True, max_length=128)] = Field(description="Stable provider identifier as declared in the provider descriptor.", alias="providerId", json_schema_extra={"examples": ["wepush.http"]})
     content: Dict[str, Any] = Field(description="Provider message configuration validated against the provider's message schema.", json_schema_extra={"examples": [{"method": "POST", "path": "/notify", "headers": {"Content-Type": "application/json"}, "bodyTemplate": "{\"mobile\":\"{{mobile}}\",\"content\":\"{{content}}\"}", "successCondition": {"status": [200, 201]}}]})
     __properties: ClassVar[List[str]] = ["name", "description", "providerId", "content"]
+
+    @field_validator('name', mode="before")
+    def name_validate_regular_expression(cls, value):
+        """Validates the regular expression"""
+        if isinstance(value, str) and not re.match(r"^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$", value):
+            raise ValueError(r"must validate the regular expression /^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$/")
+        return value
 
     model_config = ConfigDict(
         validate_by_name=True,

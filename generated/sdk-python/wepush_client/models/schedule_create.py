@@ -18,7 +18,7 @@ import re  # noqa: F401
 import json
 
 from datetime import datetime
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from typing import Any, ClassVar, Dict, List, Optional
 from typing_extensions import Annotated
 from wepush_client.models.misfire_policy import MisfirePolicy
@@ -31,7 +31,7 @@ class ScheduleCreate(BaseModel):
     catchUpLimit is required when misfirePolicy is CATCH_UP_LIMITED.
     """ # noqa: E501
     job_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="jobId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    name: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=200)]] = Field(default=None, description="Human-readable name, unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
+    name: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=200)]] = Field(default=None, description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     cron: Annotated[str, Field(min_length=9, strict=True, max_length=128)] = Field(description="Five-field cron expression (minute hour day-of-month month day-of-week).", json_schema_extra={"examples": ["0 9 * * MON-FRI"]})
     timezone: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="IANA time zone name.", json_schema_extra={"examples": ["Asia/Shanghai"]})
     enabled: Optional[StrictBool] = True
@@ -40,6 +40,16 @@ class ScheduleCreate(BaseModel):
     start_at: Optional[datetime] = Field(default=None, alias="startAt")
     end_at: Optional[datetime] = Field(default=None, alias="endAt")
     __properties: ClassVar[List[str]] = ["jobId", "name", "cron", "timezone", "enabled", "misfirePolicy", "catchUpLimit", "startAt", "endAt"]
+
+    @field_validator('name', mode="before")
+    def name_validate_regular_expression(cls, value):
+        """Validates the regular expression"""
+        if value is None:
+            return value
+
+        if isinstance(value, str) and not re.match(r"^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$", value):
+            raise ValueError(r"must validate the regular expression /^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$/")
+        return value
 
     model_config = ConfigDict(
         validate_by_name=True,

@@ -18,7 +18,7 @@ import re  # noqa: F401
 import json
 
 from datetime import datetime
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from typing import Any, ClassVar, Dict, List, Optional
 from typing_extensions import Annotated
 from wepush_client.models.misfire_policy import MisfirePolicy
@@ -30,7 +30,7 @@ class ScheduleUpdate(BaseModel):
     """
     Full replacement of the mutable fields; pause or resume a schedule by setting `enabled`.
     """ # noqa: E501
-    name: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=200)]] = Field(default=None, description="Human-readable name, unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
+    name: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=200)]] = Field(default=None, description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     cron: Annotated[str, Field(min_length=9, strict=True, max_length=128)] = Field(description="Five-field cron expression (minute hour day-of-month month day-of-week).", json_schema_extra={"examples": ["0 9 * * MON-FRI"]})
     timezone: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="IANA time zone name.", json_schema_extra={"examples": ["Asia/Shanghai"]})
     enabled: StrictBool
@@ -40,6 +40,16 @@ class ScheduleUpdate(BaseModel):
     end_at: Optional[datetime] = Field(default=None, alias="endAt")
     version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["name", "cron", "timezone", "enabled", "misfirePolicy", "catchUpLimit", "startAt", "endAt", "version"]
+
+    @field_validator('name', mode="before")
+    def name_validate_regular_expression(cls, value):
+        """Validates the regular expression"""
+        if value is None:
+            return value
+
+        if isinstance(value, str) and not re.match(r"^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$", value):
+            raise ValueError(r"must validate the regular expression /^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$/")
+        return value
 
     model_config = ConfigDict(
         validate_by_name=True,

@@ -20,7 +20,7 @@ import { mapValues } from '../runtime';
  */
 export interface MessageUpdate {
     /**
-     * Human-readable name, unique per resource type within a workspace.
+     * A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.
      */
     name: string;
     /**

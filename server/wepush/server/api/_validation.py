@@ -18,6 +18,7 @@ from typing import Any
 
 from connexion.datastructures import MediaTypeDict
 from connexion.exceptions import BadRequestProblem
+from connexion.json_schema import Draft4RequestValidator
 from connexion.lifecycle import ConnexionRequest
 from connexion.utils import is_null, is_nullable
 from connexion.validators import (
@@ -34,7 +35,12 @@ from jsonschema import Draft4Validator, ValidationError
 from starlette.datastructures import QueryParams
 from starlette.types import Receive, Scope, Send
 
-from wepush.agent.providers.common._schema_rules import most_specific, value_free_rule, violation_path
+from wepush.agent.providers.common._schema_rules import (
+    most_specific,
+    value_free_rule,
+    violation_path,
+    with_ecma_pattern,
+)
 
 _log = logging.getLogger("wepush.server.api")
 _MAX_DETAIL = 1000
@@ -42,6 +48,10 @@ _MAX_NAME = 64
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSTORABLE_RULE = "must not contain NUL (\\u0000) or an unpaired surrogate (\\ud800-\\udfff)"
 
+
+# The contract's patterns are ECMA-262 regular expressions, whose ``$`` is the end of the text only.
+_BodyValidator = with_ecma_pattern(Draft4RequestValidator)
+_ParameterSchemaValidator = with_ecma_pattern(Draft4Validator)
 
 #: Objects and arrays nested deeper than this are refused; no request of the contract comes close.
 MAX_JSON_DEPTH = 64
@@ -117,7 +127,7 @@ class SafeParameterValidator(ParameterValidator):  # type: ignore[misc]
             return f"{_parameter(parameter_type, name)}: {_UNSTORABLE_RULE}"
         schema = param.get("schema", param)
         try:
-            Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER).validate(value)
+            _ParameterSchemaValidator(schema, format_checker=Draft4Validator.FORMAT_CHECKER).validate(value)
         except ValidationError as error:
             item = f" item {error.absolute_path[0]}" if error.absolute_path else ""
             return f"{_parameter(parameter_type, name)}{item}: {_rule(error)}"[:_MAX_DETAIL]
@@ -141,6 +151,10 @@ class SafeParameterValidator(ParameterValidator):  # type: ignore[misc]
 
 
 class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[misc]
+    @property
+    def _validator(self) -> Any:
+        return _BodyValidator(self._schema, format_checker=Draft4Validator.FORMAT_CHECKER)
+
     async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
         # Connexion validates a body sent without a Content-Type as the operation's JSON, but the
         # handler then receives the raw bytes; saying so in the scope gives the handler the document

@@ -9,14 +9,27 @@ Service's application layer imports this module without the HTTP libraries the p
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 from jsonschema import ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
 
-__all__ = ["most_specific", "value_free_rule", "violation_path"]
+__all__ = [
+    "PATTERN_RULE",
+    "ecma_pattern",
+    "most_specific",
+    "value_free_rule",
+    "violation_path",
+    "with_ecma_pattern",
+]
+
+#: A schema's own words for what its ``pattern`` requires, said instead of the pattern when it fails.
+PATTERN_RULE: Final = "x-wepush-pattern-rule"
 
 _SHAPES: Final = frozenset({"oneOf", "anyOf", "allOf", "not", "properties", "items", "discriminator"})
 _MAX_CONSTRAINT: Final = 200
@@ -111,7 +124,9 @@ def value_free_rule(error: ValidationError) -> str:
     if rule == "enum" and isinstance(constraint, list | tuple):
         return f"must be one of {list(constraint)[:20]}"
     if rule == "pattern":
-        return "does not match the required pattern"
+        # A schema may say in words what its pattern means; the pattern itself reads as noise.
+        said = error.schema.get(PATTERN_RULE) if isinstance(error.schema, dict) else None
+        return str(said)[:_MAX_CONSTRAINT] if isinstance(said, str) else "does not match the required pattern"
     if (
         rule in _DRAFT4_EXCLUSIVE
         and isinstance(error.schema, dict)
@@ -121,3 +136,44 @@ def value_free_rule(error: ValidationError) -> str:
         # "must satisfy minimum=0" for a 0 that was refused would read as a contradiction.
         rule = _DRAFT4_EXCLUSIVE[rule]
     return f"must satisfy {rule}={json.dumps(constraint, default=str)[:_MAX_CONSTRAINT]}"
+
+
+def ecma_pattern(
+    validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """The ``pattern`` keyword as JSON Schema defines it (ECMA-262): ``$`` matches only at the end.
+
+    jsonschema hands the pattern to Python's ``re``, whose ``$`` also matches before a final line break,
+    so ``^[a-f0-9]{64}$`` or a name pattern that refuses line breaks would let ``"…\\n"`` through."""
+    if validator.is_type(instance, "string") and not _end_anchored(pattern).search(instance):
+        yield ValidationError(f"does not match {pattern!r}")
+
+
+def with_ecma_pattern(validator_class: type[Validator]) -> type[Validator]:
+    """``validator_class`` with :func:`ecma_pattern` as its ``pattern`` keyword."""
+    extended: type[Validator] = extend(validator_class, {"pattern": ecma_pattern})  # type: ignore[no-untyped-call]
+    return extended
+
+
+@functools.lru_cache(maxsize=256)
+def _end_anchored(pattern: str) -> re.Pattern[str]:
+    """``pattern`` with every ``$`` that is an anchor (not escaped, not in a character class) spelled
+    ``\\Z``, Python's end of the string."""
+    out: list[str] = []
+    position, in_class, class_body = 0, False, 0
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\":
+            out.append(pattern[position : position + 2])
+            position += 2
+            continue
+        if in_class:
+            # As in Python's re, a ``]`` first in the class (``[]a]``, ``[^]a]``) is one of its members.
+            in_class = char != "]" or position == class_body
+        elif char == "[":
+            in_class, class_body = True, position + (2 if pattern[position + 1 : position + 2] == "^" else 1)
+        elif char == "$":
+            char = "\\Z"
+        out.append(char)
+        position += 1
+    return re.compile("".join(out))

@@ -207,10 +207,11 @@ class WorkspaceCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -226,10 +227,11 @@ class WorkspaceUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -558,10 +560,11 @@ class MessageCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -589,10 +592,11 @@ class MessageUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -730,10 +734,11 @@ class AudienceCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -749,10 +754,11 @@ class AudienceUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -1600,10 +1606,11 @@ class ScheduleCreate(BaseModel):
     )
     name: str | None = Field(
         None,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     cron: str = Field(
         ...,
@@ -1636,10 +1643,11 @@ class ScheduleUpdate(BaseModel):
     )
     name: str | None = Field(
         None,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     cron: str = Field(
         ...,
@@ -1892,10 +1900,11 @@ class ApiTokenCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     role: WorkspaceRole
     expiresAt: AwareDatetime | None = Field(
@@ -2620,10 +2629,11 @@ class AccountCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -2652,10 +2662,11 @@ class AccountUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -2753,10 +2764,11 @@ class JobCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
@@ -2799,10 +2811,11 @@ class JobUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="Human-readable name, unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
     )
     description: str | None = Field(
         None,
