@@ -19,10 +19,15 @@ from wepush.server.application.authorization import authorize, granted_by_system
 from wepush.server.application.errors import AccessDenied
 from wepush.server.domain import AuditOutcome, NotFound, UnitOfWork
 
-__all__ = ["SYSTEM_ADMIN_ACCESS", "authorize_audited", "ensure_workspace"]
+__all__ = ["SYSTEM_ADMIN_ACCESS", "SYSTEM_ADMIN_ACCESS_ACTION", "authorize_audited", "ensure_workspace"]
 
 #: The summary of the audit event recording an access that only SYSTEM_ADMIN allowed.
 SYSTEM_ADMIN_ACCESS = "SYSTEM_ADMIN access: the caller holds no sufficient role in this workspace"
+#: The action of the event that records a SYSTEM_ADMIN crossing into a workspace. Its SUCCESS says the
+#: access was granted, nothing more: the operation it was granted for is named in the summary, and records
+#: its own event when it succeeds, so filtering by that operation's action never shows an attempt that then
+#: failed (a refused body, a conflict) as done.
+SYSTEM_ADMIN_ACCESS_ACTION = "system_admin.access"
 
 
 async def authorize_audited(
@@ -37,7 +42,8 @@ async def authorize_audited(
     trace_id: str | None = None,
 ) -> Role:
     """:func:`authorize`, recording an ACCESS_DENIED refusal as a DENIED audit event before re-raising,
-    and an access granted only by SYSTEM_ADMIN as a SUCCESS event (404 first if the workspace is gone)."""
+    and an access granted only by SYSTEM_ADMIN as a SUCCESS ``system_admin.access`` event naming the action
+    (404 first if the workspace is gone)."""
 
     async def denied(summary: str) -> None:
         async with deps.uow() as uow:
@@ -72,11 +78,11 @@ async def authorize_audited(
             await deps.auditor.record(
                 uow,
                 principal,
-                action,
+                SYSTEM_ADMIN_ACCESS_ACTION,
                 resource_type,
                 workspace_id=workspace_id,
                 resource_id=resource_id,
-                summary=SYSTEM_ADMIN_ACCESS,
+                summary=f"{SYSTEM_ADMIN_ACCESS}; granted for {action}",
                 trace_id=trace_id,
             )
     return role
