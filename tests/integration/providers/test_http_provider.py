@@ -119,6 +119,26 @@ async def test_rate_limit_carries_retry_after_http_date(vendor: VendorServer) ->
     assert timedelta(seconds=100) < result.retry_after <= timedelta(seconds=120)
 
 
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("\u00b2", None), ("100000000000000", timedelta(days=1)), ("9" * 5000, timedelta(days=1))],
+    ids=["superscript-digit", "beyond-timedelta", "beyond-int-digits"],
+)
+async def test_rate_limit_with_an_odd_retry_after_stays_a_rate_limit(
+    vendor: VendorServer, header: str, expected: timedelta | None
+) -> None:
+    vendor.enqueue("/notify", ScriptedResponse(429, headers={"Retry-After": header}))
+
+    async with http_session(account_doc(vendor.base_url)) as session:
+        result = await send(session)
+
+    assert (result.category, result.provider_code, result.retry_after) == (
+        C.RATE_LIMITED,
+        "HTTP_RATE_LIMITED",
+        expected,
+    )
+
+
 async def test_slow_vendor_times_out_and_a_post_is_not_retried(vendor: VendorServer) -> None:
     vendor.enqueue("*", ScriptedResponse(200, delay_seconds=10), ScriptedResponse(200, delay_seconds=10))
     account = account_doc(vendor.base_url, requestTimeout="PT0.3S")
@@ -171,6 +191,16 @@ async def test_truncated_response_cannot_satisfy_a_json_condition(vendor: Vendor
 
     assert (result.category, result.provider_code) == (C.UNKNOWN, "HTTP_RESPONSE_UNREADABLE")
     assert result.response_body is None
+
+
+async def test_a_body_nested_deeper_than_the_parser_goes_is_unreadable(vendor: VendorServer) -> None:
+    vendor.enqueue("/notify", ScriptedResponse(200, body=b"[" * 5000))
+    message = message_doc(successCondition={"jsonPath": "$.success", "equals": True})
+
+    async with http_session(account_doc(vendor.base_url), message) as session:
+        result = await send(session, message=message)
+
+    assert (result.category, result.provider_code) == (C.UNKNOWN, "HTTP_RESPONSE_UNREADABLE")
 
 
 async def test_success_condition_mismatch_is_a_permanent_failure(vendor: VendorServer) -> None:
@@ -237,6 +267,19 @@ async def test_redirect_to_a_forbidden_destination_is_refused(vendor: VendorServ
         result = await send(session)
 
     assert (result.category, result.provider_code) == (C.INVALID_REQUEST, "HTTP_REDIRECT_REFUSED")
+    assert len(vendor.requests) == 1
+
+
+@pytest.mark.parametrize("location", ["http://[::1/", "http://127.0.0.1:99999/", "http://xn--a.example/"])
+async def test_redirect_to_a_location_that_is_no_url_is_not_followed(
+    vendor: VendorServer, location: str
+) -> None:
+    vendor.enqueue("/notify", ScriptedResponse(302, headers={"Location": location}))
+
+    async with http_session(account_doc(vendor.base_url, allowRedirects=True)) as session:
+        result = await send(session)
+
+    assert (result.category, result.provider_code) == (C.PERMANENT_REMOTE, "HTTP_REDIRECT_NOT_FOLLOWED")
     assert len(vendor.requests) == 1
 
 

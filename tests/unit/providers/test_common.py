@@ -22,6 +22,7 @@ EXPECTED = {
     "duration_field",
     "failed_preview",
     "most_specific",
+    "parse_retry_after",
     "parse_url",
     "read_capped",
     "scalar_text",

@@ -117,6 +117,77 @@ async def test_an_answer_without_a_readable_result_is_unknown_and_reading_is_bou
     assert len(oversized.diagnostic or "") < 300
 
 
+ODD_RETRY_AFTER = [
+    pytest.param("Wed, 21 Oct 2099 07:28:00 GMT", timedelta(hours=1), id="http-date"),
+    pytest.param("\u00b2", None, id="superscript-digit"),
+    pytest.param("100000000000000", timedelta(hours=1), id="beyond-timedelta"),
+]
+
+
+@pytest.mark.parametrize("case", HTTP_CASES, ids=str)
+@pytest.mark.parametrize(("header", "expected"), ODD_RETRY_AFTER)
+async def test_a_429_stays_rate_limited_whatever_its_retry_after_says(
+    case: HttpCase, header: str, expected: timedelta | None, vendor: VendorServer
+) -> None:
+    stage = HttpStage(case, vendor)
+    vendor.enqueue(case.send_path, ScriptedResponse(429, body=b"slow down", headers={"Retry-After": header}))
+
+    result = await stage.send_one()
+
+    assert (result.category, result.provider_code) == (
+        C.RATE_LIMITED,
+        f"{case.table.prefix}_HTTP_RATE_LIMITED",
+    )
+    assert result.retry_after == expected
+
+
+@pytest.mark.parametrize("case", HTTP_CASES, ids=str)
+async def test_an_answer_nested_deeper_than_the_parser_goes_is_unreadable_not_internal(
+    case: HttpCase, vendor: VendorServer
+) -> None:
+    stage = HttpStage(case, vendor)
+    deep = ScriptedResponse(200, body=b"[" * 5000, headers={"Content-Type": "application/json"})
+    vendor.enqueue(case.send_path, deep)
+
+    result = await stage.send_one()
+
+    assert (result.category, result.provider_code) == (
+        C.UNKNOWN,
+        f"{case.table.prefix}_RESPONSE_UNREADABLE",
+    )
+
+
+TOKEN_CASES = [case for case in HTTP_CASES if case.token_path is not None]
+
+
+@pytest.mark.parametrize("case", TOKEN_CASES, ids=str)
+@pytest.mark.parametrize(
+    ("answer", "category"),
+    [
+        pytest.param(ScriptedResponse(200, body=b"[" * 5000), C.UNKNOWN, id="nested-too-deep"),
+        pytest.param(
+            ScriptedResponse(429, headers={"Retry-After": "\u00b2"}), C.RATE_LIMITED, id="superscript"
+        ),
+        pytest.param(
+            ScriptedResponse(429, headers={"Retry-After": "100000000000000"}),
+            C.RATE_LIMITED,
+            id="beyond-timedelta",
+        ),
+    ],
+)
+async def test_a_connection_test_reports_an_odd_token_answer_instead_of_raising(
+    case: HttpCase, answer: ScriptedResponse, category: ErrorCategory, vendor: VendorServer
+) -> None:
+    stage = HttpStage(case, vendor)
+    assert case.token_path is not None
+    vendor.enqueue(case.token_path, answer)
+
+    result = await stage.factory.test_connection(case.account(), case.resolver(), timedelta(seconds=5))
+
+    assert (result.ok, result.category) == (False, category)
+    assert "access token request failed" in result.message
+
+
 @pytest.mark.parametrize("case", HTTP_CASES, ids=str)
 async def test_dry_run_and_preview_render_the_real_request_without_calling_the_vendor(
     case: HttpCase, vendor: VendorServer

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from email import message_from_bytes, policy
+from email import message_from_bytes, message_from_string, policy
 from email.message import EmailMessage
 
 import pytest
 
-from wepush.agent.engine import RecipientRecord
-from wepush.agent.providers.spi import ConfigDocument, ErrorCategory, ProviderPreviewRequest
+from wepush.agent.engine import MappingSecretResolver, RecipientRecord
+from wepush.agent.providers.spi import ConfigDocument, ErrorCategory, ProviderPreviewRequest, SecretRef
 from wepush.agent.providers.standard.smtp import SmtpSession, message_id
 
 from ._http_cases import recipient_values
@@ -22,6 +22,13 @@ C = ErrorCategory
 
 def _parsed(raw: bytes) -> EmailMessage:
     parsed = message_from_bytes(raw, policy=policy.default)
+    assert isinstance(parsed, EmailMessage)
+    return parsed
+
+
+def _parsed_utf8(raw: bytes) -> EmailMessage:
+    """A message whose headers are UTF-8 (RFC 6532), as an SMTPUTF8 server reads it."""
+    parsed = message_from_string(raw.decode("utf-8"), policy=policy.default)
     assert isinstance(parsed, EmailMessage)
     return parsed
 
@@ -266,3 +273,56 @@ async def test_connection_test_authenticates_and_sends_nothing(smtp: SmtpServer,
     assert (refused.ok, refused.category) == (False, C.AUTHENTICATION)
     assert smtp.handler.received == []
     assert PASSWORD not in refused.message
+
+
+async def test_a_non_ascii_password_is_reported_by_the_test_and_each_send_not_raised(
+    smtp: SmtpServer, pki: Pki
+) -> None:
+    stage = SmtpStage(smtp, pki)
+    password = "pässwörd-密码"
+    secrets = MappingSecretResolver({SecretRef("default", "smtp-password"): password})
+    message = stage.message()
+
+    tested = await stage.factory.test_connection(stage.account(), secrets, timedelta(seconds=5))
+    session = await open_session(stage.factory, stage.account(), message, secrets)
+    try:
+        sent = await send(session, stage.recipient(1), message)
+    finally:
+        await session.close()
+
+    assert (tested.ok, tested.category) == (False, C.INVALID_REQUEST)
+    assert "non-ASCII" in tested.message
+    assert (sent.category, sent.provider_code) == (C.INVALID_REQUEST, "SMTP_AUTH_UNAVAILABLE")
+    assert password not in tested.message + (sent.diagnostic or "")
+    assert smtp.handler.received == []
+
+
+@pytest.mark.parametrize("address", ["user@例子.test", "用户@example.test"])
+async def test_a_non_ascii_address_goes_out_under_smtputf8_with_a_readable_to_header(
+    smtp: SmtpServer, pki: Pki, address: str
+) -> None:
+    stage = SmtpStage(smtp, pki)
+
+    result = await stage.send_one(
+        record=RecipientRecord.of("i", 1, {**recipient_values(1), "email": address})
+    )
+
+    assert result.success, result
+    [received] = smtp.handler.received
+    assert received.rcpt_tos == [address]
+    [to_line] = [line for line in received.content.split(b"\r\n") if line.startswith(b"To:")]
+    # The ASCII policy wrote "<user@=?utf-8?b?5L6L5a2Q?=.test>": no encoded-word is allowed in an address.
+    assert to_line.endswith(f"<{address}>".encode())
+    mail = _parsed_utf8(received.content)
+    assert mail["To"].addresses[0].addr_spec == address
+    assert mail["To"].addresses[0].display_name == recipient_values(1)["name"]
+
+
+async def test_a_non_ascii_sender_address_is_not_blamed_on_the_recipient(smtp: SmtpServer, pki: Pki) -> None:
+    stage = SmtpStage(smtp, pki)
+
+    result = await stage.send_one(account=stage.account(fromAddress="通知@wepush.test"))
+
+    assert result.success, result
+    [received] = smtp.handler.received
+    assert _parsed_utf8(received.content)["From"].addresses[0].addr_spec == "通知@wepush.test"

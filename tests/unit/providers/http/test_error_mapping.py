@@ -73,3 +73,18 @@ def test_retry_after_accepts_seconds_and_http_dates(header: str, expected: timed
 @pytest.mark.parametrize("header", [None, "", "soon", "-5", "1.5", "Sat, 99 Foo 2026"])
 def test_malformed_retry_after_is_ignored(header: str | None) -> None:
     assert parse_retry_after(header, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        # str.isdigit() accepts these; int() refuses the first and timedelta() overflows on the others.
+        ("\u00b2", None),
+        ("\u0663", None),
+        ("100000000000000", timedelta(days=1)),
+        ("9" * 5000, timedelta(days=1)),
+        ("Fri, 31 Dec 9999 23:59:59 -2359", timedelta(days=1)),
+    ],
+)
+def test_an_odd_retry_after_never_raises(header: str, expected: timedelta | None) -> None:
+    assert parse_retry_after(header, NOW) == expected

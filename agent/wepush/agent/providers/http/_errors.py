@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.utils import parsedate_to_datetime
 from types import MappingProxyType
 
+from wepush.agent.providers.common import parse_retry_after as common_retry_after
 from wepush.agent.providers.spi import ErrorCategory
 
 __all__ = [
@@ -124,21 +124,7 @@ def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
     """Parse ``Retry-After`` as delta-seconds or an HTTP-date relative to ``now``.
 
     Returns ``None`` for a missing or malformed header; a date in the past means
-    "retry now" (zero). ``now`` must be timezone-aware.
+    "retry now" (zero). ``now`` must be timezone-aware. Never raises: see
+    :func:`wepush.agent.providers.common.parse_retry_after`.
     """
-    if value is None:
-        return None
-    text = value.strip()
-    if text.isdigit():
-        return min(timedelta(seconds=int(text)), _MAX_RETRY_AFTER)
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        # RFC 9110 dates are always GMT; a zone-less parse means "-0000".
-        return None
-    delay = when - now
-    if delay <= timedelta(0):
-        return timedelta(0)
-    return min(delay, _MAX_RETRY_AFTER)
+    return common_retry_after(value, now, _MAX_RETRY_AFTER)

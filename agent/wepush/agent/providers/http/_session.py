@@ -205,11 +205,19 @@ class HttpProviderSession(ProviderSession):
                                 "HTTP_TOO_MANY_REDIRECTS",
                                 f"more than {self._account.max_redirects} redirects",
                             )
-                        next_url = url.join(URL(location))
                         try:
+                            next_url = url.join(URL(location))
                             vet_url(next_url, self._policy)
                         except AddressRefusedError as exc:
                             return _fail("HTTP_REDIRECT_REFUSED", f"redirect refused: {exc.reason}")
+                        except ValueError:
+                            # A port out of range, a bracket left open, a host label that does not
+                            # decode: the vendor's Location leads nowhere (and is not quoted: it may
+                            # carry what the request did).
+                            return _fail(
+                                "HTTP_REDIRECT_NOT_FOLLOWED",
+                                f"HTTP {status} redirect not followed: Location is not a usable URL",
+                            )
                         method, body, headers = self._redirected(status, method, body, headers, url, next_url)
                         within_granted_origin = (
                             within_granted_origin and str(next_url.origin()) == self._renderer.origin
@@ -298,7 +306,8 @@ class HttpProviderSession(ProviderSession):
             )
         try:
             document = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # RecursionError: nested deeper than the parser goes, which is no readable answer either.
             return _fail("HTTP_RESPONSE_UNREADABLE", f"HTTP {status}: response is not JSON", facts)
         found, value = success.json_path.find(document)
         if success.has_expected:

@@ -89,7 +89,8 @@ class VendorResponse:
             return None
         try:
             document = json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):
+            # RecursionError: a body nested deeper than the parser goes is no answer either.
             return None
         return document if isinstance(document, dict) else None
 

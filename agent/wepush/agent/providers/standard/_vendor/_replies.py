@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from wepush.agent.providers.common import parse_retry_after
 from wepush.agent.providers.spi import ProviderResult
 
 from ._errors import ErrorRow, ErrorTable
@@ -56,11 +57,9 @@ def status_row(table: ErrorTable, status: int) -> ErrorRow:
     return table.local("HTTP_REJECTED")
 
 
-def _retry_after(response: VendorResponse) -> timedelta | None:
+def _retry_after(response: VendorResponse, now: datetime | None) -> timedelta | None:
     value = next((v for k, v in response.headers.items() if k.lower() == "retry-after"), None)
-    if value is None or not value.strip().isdigit():
-        return None
-    return min(timedelta(seconds=int(value.strip())), _MAX_RETRY_AFTER)
+    return parse_retry_after(value, now or datetime.now(UTC), _MAX_RETRY_AFTER)
 
 
 def errcode_reply(document: dict[str, Any], *, request_id_key: str = "msgid") -> VendorReply | None:
@@ -84,7 +83,9 @@ def judge(
     *,
     vendor: str,
     mask: Callable[[str], str],
+    now: datetime | None = None,
 ) -> ProviderResult:
+    """The result of one vendor answer; ``now`` (default: the wall clock) dates a ``Retry-After``."""
     status = response.status
     success_status = 200 <= status < 300
     if reply is not None:
@@ -97,7 +98,7 @@ def judge(
             return table.fail(
                 found,
                 f"HTTP {status}, {vendor} code {reply.code}" + (f": {detail}" if detail else ""),
-                retry_after=_retry_after(response) if found.category.value == "RATE_LIMITED" else None,
+                retry_after=_retry_after(response, now) if found.category.value == "RATE_LIMITED" else None,
                 external_request_id=reply.request_id,
             )
     if success_status:
@@ -107,5 +108,5 @@ def judge(
     return table.fail(
         found,
         f"HTTP {status} from {vendor}",
-        retry_after=_retry_after(response) if status == 429 else None,
+        retry_after=_retry_after(response, now) if status == 429 else None,
     )

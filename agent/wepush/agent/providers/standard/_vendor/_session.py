@@ -142,7 +142,12 @@ class VendorSession(ProviderSession):
 
     def judge(self, response: VendorResponse) -> ProviderResult:
         return judge(
-            response, self.reply_of(response), self._table, vendor=self.vendor, mask=self._credentials.mask
+            response,
+            self.reply_of(response),
+            self._table,
+            vendor=self.vendor,
+            mask=self._credentials.mask,
+            now=self._clock.now(),
         )
 
     async def preview(self, request: ProviderPreviewRequest) -> PreviewResult:

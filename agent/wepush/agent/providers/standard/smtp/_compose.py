@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
-from email.policy import SMTP
+from email.policy import SMTP, SMTPUTF8
 from email.utils import format_datetime
 
 from wepush.agent.providers.spi import ProviderSendRequest
@@ -52,6 +52,15 @@ def _address(value: object, field: str) -> str:
     return text
 
 
+def _mailbox(display_name: str, address: str) -> Address:
+    """``address`` as a mailbox; built from its parts, because ``Address(addr_spec=...)`` refuses a
+    non-ASCII local part under every policy, SMTPUTF8 included."""
+    if address.isascii():
+        return Address(display_name, addr_spec=address)
+    local, _, domain = address.rpartition("@")
+    return Address(display_name, username=local, domain=domain)
+
+
 def compose(
     account: SmtpAccount, message: SmtpMessage, request: ProviderSendRequest, now: datetime
 ) -> Envelope:
@@ -61,10 +70,14 @@ def compose(
     to_address = _address(fields[message.to_field], message.to_field)
     name = fields.get(message.name_field) if message.name_field else None
     subject = message.subject.render(fields)
-    mail = EmailMessage(policy=SMTP)
+    smtputf8 = not (to_address.isascii() and account.from_address.isascii())
+    # A non-ASCII address goes out under SMTPUTF8, its headers in UTF-8 (RFC 6532). The ASCII
+    # policy cannot carry one: it refuses a non-ASCII local part and writes a non-ASCII domain as
+    # an RFC 2047 encoded-word, which is not allowed inside an address.
+    mail = EmailMessage(policy=SMTPUTF8 if smtputf8 else SMTP)
     try:
-        mail["From"] = Address(account.from_name or "", addr_spec=account.from_address)
-        mail["To"] = Address(str(name) if name else "", addr_spec=to_address)
+        mail["From"] = _mailbox(account.from_name or "", account.from_address)
+        mail["To"] = _mailbox(str(name) if name else "", to_address)
         if account.reply_to:
             mail["Reply-To"] = account.reply_to
         mail["Subject"] = subject
@@ -84,5 +97,4 @@ def compose(
             mail.add_alternative(html, subtype="html")
     elif html is not None:
         mail.set_content(html, subtype="html")
-    smtputf8 = not (to_address.isascii() and account.from_address.isascii())
     return Envelope(account.from_address, to_address, mail.as_bytes(), smtputf8, mail_id)

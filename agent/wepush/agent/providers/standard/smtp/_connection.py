@@ -190,6 +190,14 @@ class SmtpConnection:
             raise self._fail(
                 "SMTP_DISCONNECTED", f"{account.host} closed the connection during {stage}"
             ) from None
+        except UnicodeEncodeError:
+            # smtplib writes AUTH responses as ASCII: a username or password with any other
+            # character never reaches the server. The text is not quoted: it holds the password.
+            raise self._fail(
+                "SMTP_AUTH_UNAVAILABLE",
+                f"{account.host}: the username or password has non-ASCII characters, "
+                "which this client cannot send in SMTP AUTH",
+            ) from None
         except smtplib.SMTPException:
             # smtplib's "no suitable authentication method" and similar negotiation failures.
             raise self._fail("SMTP_AUTH_UNAVAILABLE", f"{account.host}: no usable AUTH mechanism") from None
