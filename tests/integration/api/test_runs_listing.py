@@ -166,6 +166,22 @@ async def test_items_are_paged_in_sequence_order_and_filtered_by_state(tmp_path:
     assert failed["items"][0]["completedAt"] is not None
 
 
+async def test_an_items_last_attempt_is_never_after_its_completion(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        await finish_with_outcomes(
+            app, world, run_id, {"13800000001": ItemState.SUCCEEDED, "13800000002": ItemState.FAILED}
+        )
+        items = (await app.client.get(world.runs_url(run_id, "items"), headers=app.admin())).json()["items"]
+
+    assert len(items) == 2
+    for item in items:
+        # The attempt ended when the item completed; the moment its result was stored is later still.
+        assert item["completedAt"] is not None
+        assert item["lastAttemptAt"] == item["completedAt"]
+
+
 async def test_the_event_log_pages_after_a_sequence(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         world = await seed_world(app)

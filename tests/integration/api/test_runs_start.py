@@ -58,6 +58,21 @@ async def test_an_unlimited_rate_gives_no_estimate(tmp_path: Path) -> None:
     assert body["estimatedDuration"] is None
 
 
+async def test_a_rate_too_slow_to_estimate_gives_no_estimate_rather_than_an_error(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        answers = [
+            await app.client.post(
+                world.job_url("run-confirmation"),
+                headers=app.admin(),
+                json={"policyOverrides": {"rateLimit": {"permitsPerSecond": rate}}},
+            )
+            for rate in (1e-300, 5e-324)
+        ]
+    assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
+    assert [a.json()["estimatedDuration"] for a in answers] == [None, None]
+
+
 async def test_a_real_start_without_a_token_is_refused_as_confirmation_required(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         world = await seed_world(app)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from wepush.agent.engine import EngineOptions
+from wepush.agent.engine import EngineOptions, ExecutionClock
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.server.application.execution import (
     ArtifactStore,
@@ -291,8 +291,11 @@ def make_agent(
     secret_store: SecretStore,
     notifier: RunAvailabilityNotifier,
     workspace_id: str,
+    *,
+    engine_clock: ExecutionClock | None = None,
     **settings: Any,
 ) -> EmbeddedAgent:
+    """``engine_clock``: the engine's timers (pause limits, deadlines), the real clock unless given."""
     defaults: dict[str, Any] = {
         "scan_interval": timedelta(milliseconds=200),
         "command_poll_interval": timedelta(milliseconds=100),
@@ -313,6 +316,7 @@ def make_agent(
         notifier=notifier,
         workspace_id=workspace_id,
         settings=EmbeddedAgentSettings(**(defaults | settings)),
+        engine_clock=engine_clock,
     )
 
 

@@ -24,6 +24,7 @@ from tests.integration.execution._world import (
     types_of,
 )
 from wepush.agent.engine import ProviderResult, ThreadSafetyMode, ValidationIssue
+from wepush.agent.engine.testing import FakeClock
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory, Hang
 from wepush.server.application.execution import RunAvailabilityNotifier
@@ -56,7 +57,9 @@ async def agents(
 ) -> AsyncIterator[AgentFactory]:
     started: list[EmbeddedAgent] = []
 
-    def start(factory: FakeProviderFactory, **settings: object) -> EmbeddedAgent:
+    def start(
+        factory: FakeProviderFactory, *, engine_clock: FakeClock | None = None, **settings: object
+    ) -> EmbeddedAgent:
         agent = make_agent(
             uow,
             ProviderCatalog.from_factories([factory]),
@@ -64,6 +67,7 @@ async def agents(
             secret_store,
             notifier,
             world.workspace.id,
+            engine_clock=engine_clock,
             **settings,
         )
         started.append(agent)
@@ -147,6 +151,46 @@ async def test_pause_resume_concurrency_and_cancel_are_delivered_acknowledged_an
     assert events[-1].data["finalState"] == "CANCELLED"
     artifacts = await artifacts_of(uow, run)
     assert {"SUCCEEDED_ITEMS", "UNSENT_ITEMS", "RUN_LOG", "RESULTS_EXPORT"} <= set(artifacts)
+
+
+async def test_a_run_cancelled_by_its_pause_limit_gives_that_reason_not_an_operators(
+    uow: SqlUnitOfWorkFactory, notifier: RunAvailabilityNotifier, world: World, agents: AgentFactory
+) -> None:
+    provider = hanging_after(0)
+    clock = FakeClock()
+    await agents(provider, engine_clock=clock).start()
+    run = await create_run(
+        uow,
+        world,
+        notifier,
+        policy_overrides={"pause": {"maxPauseDuration": "PT60S", "onPauseTimeout": "CANCEL"}},
+    )
+    await eventually(lambda: _calls_in_flight(provider, 2), what="two sends in flight")
+    pause = await send_command(uow, run, notifier, RunCommandType.PAUSE)
+    await eventually(lambda: _in_state(uow, run, RunState.PAUSED), what="PAUSED")
+
+    # Nobody resumes the run: once the pause outlasts its limit the engine cancels it by itself.
+    await clock.advance(61)
+
+    async def cancelling_with_reason() -> bool:
+        current = await load_run(uow, run)
+        return current.state is RunState.CANCELLING or current.state.is_terminal
+
+    await eventually(cancelling_with_reason, what="the run to start cancelling")
+    cancelling = await load_run(uow, run)
+
+    async def ended() -> bool:
+        await clock.advance(1)
+        return await finished(uow, run)
+
+    await eventually(ended, what="the cancelled run to finish")
+    done = await load_run(uow, run)
+    assert (await _command(uow, pause)).state is RunCommandState.APPLIED
+    assert cancelling.state_reason == "maxPauseDuration exceeded"
+    assert (done.state, done.state_reason) == (RunState.CANCELLED, "maxPauseDuration exceeded")
+    assert identity_holds(done)
+    cancelled = [e for e in await events_of(uow, run) if e.type == "RUN_CANCELLING"]
+    assert [e.data["reason"] for e in cancelled] == ["maxPauseDuration exceeded"]
 
 
 async def test_at_most_max_runs_execute_at_once_and_the_next_starts_when_one_ends(

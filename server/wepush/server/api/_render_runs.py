@@ -214,7 +214,9 @@ def render_item(item: RunItem) -> dict[str, Any]:
         "providerCode": item.provider_code,
         "diagnostic": None if item.diagnostic is None else item.diagnostic[:2000],
         "externalRequestId": item.external_request_id,
-        "lastAttemptAt": iso(item.updated_at) if item.attempt > 0 else None,
+        # The end of the last attempt when known: the row's update time is when the result was stored,
+        # after the item completed.
+        "lastAttemptAt": iso(item.finished_at or item.updated_at) if item.attempt > 0 else None,
         "completedAt": _iso(item.finished_at),
     }
     if item.error_category is not None:

@@ -122,13 +122,19 @@ def check_provider(catalog: ProviderCatalog, snapshot: RunSnapshot) -> None:
         )
 
 
+#: Beyond this an estimate says nothing (about 31 million years); it would not even fit the contract's
+#: 32-character duration, and a rate close enough to zero makes it infinite.
+_MAX_ESTIMATE_SECONDS = 1e15
+
+
 def estimated_seconds(recipients: int, policies: Mapping[str, Any]) -> float | None:
     """Time at the configured rate; ``None`` when the rate is unlimited (then only the provider and
-    the concurrency bound it, which the Service cannot predict)."""
+    the concurrency bound it, which the Service cannot predict) or so slow that the send is unbounded."""
     rate = (policies.get("rateLimit") or {}).get("permitsPerSecond")
     if not rate:
         return None
-    return recipients / float(rate)
+    seconds = recipients / float(rate)
+    return seconds if seconds <= _MAX_ESTIMATE_SECONDS else None
 
 
 async def create_run(

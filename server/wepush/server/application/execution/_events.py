@@ -136,6 +136,9 @@ class FencedRunEventSink:
         self._logged = 0
         self._counts: RunCounts | None = None
         self.final_events: list[EngineRunEvent] = []
+        #: Why the engine began cancelling (its RUN_CANCELLING reason): an operator's cancel, or a policy
+        #: such as an outlasted pause, which no command names.
+        self.cancel_reason: str | None = None
 
     async def publish(self, events: Sequence[EngineRunEvent]) -> None:
         if not events:
@@ -170,7 +173,12 @@ class FencedRunEventSink:
         for event in stored:
             target = _STATE_EVENTS.get(event.type)
             if target is not None:
-                await move_run(uow, self._workspace_id, self._run_id, target)
+                reason = None
+                if event.type == RunEventType.RUN_CANCELLING.value:
+                    given = event.data.get("reason")
+                    reason = given if isinstance(given, str) and given else None
+                    self.cancel_reason = self.cancel_reason or reason
+                await move_run(uow, self._workspace_id, self._run_id, target, reason)
             elif event.type == RunEventType.PROGRESS.value:
                 self._counts = counts_from(event.data, self._counts)
                 await uow.runs.record_progress(

@@ -213,6 +213,10 @@ class RunExecution:
         summary = await self._handle.completion()
         if self.lost:
             return
+        if self._cancel_reason is None:
+            # No command or shutdown cancelled the run, yet the engine may have (an outlasted pause):
+            # the run ends with the reason the engine gave, not one of an operator's.
+            self._cancel_reason = events.cancel_reason
         await self._finish(summary, events.final_events, log)
 
     async def _begin(self) -> None:
