@@ -13,6 +13,7 @@ from wepush.agent.providers.spi import CancellationToken
 EXPECTED = {
     "DEFAULT_SECRET_NAMESPACE",
     "ConfigError",
+    "Draft202012",
     "RenderProblem",
     "RequestTimeouts",
     "Template",
@@ -29,6 +30,7 @@ EXPECTED = {
     "secret_ref",
     "value_free_rule",
     "violation_path",
+    "with_ecma_pattern",
 }
 
 

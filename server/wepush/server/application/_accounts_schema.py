@@ -16,7 +16,12 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from wepush.agent.providers.common._schema_rules import most_specific, value_free_rule, violation_path
+from wepush.agent.providers.common._schema_rules import (
+    most_specific,
+    value_free_rule,
+    violation_path,
+    with_ecma_pattern,
+)
 from wepush.server.application.errors import FieldIssue
 
 __all__ = ["MAX_SCHEMA_ISSUES", "SECRET_REF_KEY", "SchemaValidators", "json_pointer", "secret_references"]
@@ -92,7 +97,7 @@ class SchemaValidators:
         found = self._cache.get(key)
         if found is None:
             document = dict(schema)
-            cls = validator_for(document, default=Draft202012Validator)
+            cls = with_ecma_pattern(validator_for(document, default=Draft202012Validator))
             found = cls(document)
             self._cache[key] = found
         return found

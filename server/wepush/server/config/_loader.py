@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator, ValidationError
+from jsonschema import ValidationError
+from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 
+from wepush.agent.providers.common._schema_rules import Draft202012
 from wepush.server.config._durations import parse_duration
 from wepush.server.config._model import ServiceConfig, build_config
 
@@ -99,10 +101,10 @@ def _schema_registry() -> Registry[Any]:
     return registry
 
 
-def _config_validator() -> Draft202012Validator:
+def _config_validator() -> Validator:
     registry = _schema_registry()
     schema = registry.contents(_CONFIG_SCHEMA_ID)
-    return Draft202012Validator(schema, registry=registry)
+    return Draft202012(schema, registry=registry)
 
 
 def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -228,6 +228,9 @@ async def test_a_reply_timeout_after_data_is_not_retried(smtp: SmtpServer, pki: 
             {"email": "a@example.test", "name": "x", "code": "1\r\nBcc: victim@example.test"},
             "SMTP_RECIPIENT_VALUE_INVALID",
         ),
+        # Other control characters are no header injection, but RFC 5322 has no place for them in a header.
+        ({"email": "a@example.test", "name": "x\x00y", "code": "1"}, "SMTP_RECIPIENT_VALUE_INVALID"),
+        ({"email": "a@example.test", "name": "x", "code": "1\x1b[31m"}, "SMTP_RECIPIENT_VALUE_INVALID"),
         ({"name": "no address"}, "SMTP_RECIPIENT_FIELD_MISSING"),
         ({"email": "a@example.test", "name": "no code"}, "SMTP_RECIPIENT_FIELD_MISSING"),
     ],

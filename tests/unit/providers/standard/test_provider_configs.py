@@ -75,6 +75,12 @@ CASES: list[tuple[str, str, dict[str, Any], str | None]] = [
         "/username",
     ),
     ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "fromName": "运营 Team"}, None),
+    ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "fromName": "Ops\tTeam"}, None),
+    ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "fromName": "Ops\x00"}, "/fromName"),
+    ("smtp", "message", {"subject": "Hi \x1b[31m{{name}}", "textBody": "t"}, "/subject"),
+    # Schema patterns end at the end of the text (ECMA-262), not before a final line break as Python's ``$``.
+    ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "replyTo": "r@b.test\n"}, "/replyTo"),
+    ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "heloName": "mail.b.test\n"}, "/heloName"),
     ("smtp", "message", {"subject": "s", "htmlBody": "<p>{{x}}</p>"}, None),
     ("smtp", "message", {"subject": "s", "textBody": "t", "toField": "bad field!"}, "/toField"),
     ("feishu", "account", {"webhook": SECRET, "region": "lark", "signingSecret": SECRET}, None),

@@ -17,13 +17,14 @@ from ._cancel import await_cancellable
 from ._config import DEFAULT_SECRET_NAMESPACE, ConfigError, duration_field, parse_url, secret_ref
 from ._preview import failed_preview
 from ._retry_after import parse_retry_after
-from ._schema_rules import most_specific, value_free_rule, violation_path
+from ._schema_rules import Draft202012, most_specific, value_free_rule, violation_path, with_ecma_pattern
 from ._template import RenderProblem, Template, TemplateSyntaxError, UnknownVariableError, scalar_text
 from ._transport import RequestTimeouts, read_capped
 
 __all__ = [
     "DEFAULT_SECRET_NAMESPACE",
     "ConfigError",
+    "Draft202012",
     "RenderProblem",
     "RequestTimeouts",
     "Template",
@@ -40,4 +41,5 @@ __all__ = [
     "secret_ref",
     "value_free_rule",
     "violation_path",
+    "with_ecma_pattern",
 ]

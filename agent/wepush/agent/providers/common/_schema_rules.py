@@ -15,12 +15,13 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-from jsonschema import ValidationError
+from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 
 __all__ = [
     "PATTERN_RULE",
+    "Draft202012",
     "ecma_pattern",
     "most_specific",
     "value_free_rule",
@@ -149,10 +150,15 @@ def ecma_pattern(
         yield ValidationError(f"does not match {pattern!r}")
 
 
+@functools.cache
 def with_ecma_pattern(validator_class: type[Validator]) -> type[Validator]:
-    """``validator_class`` with :func:`ecma_pattern` as its ``pattern`` keyword."""
+    """``validator_class`` with :func:`ecma_pattern` as its ``pattern`` keyword (one class per class)."""
     extended: type[Validator] = extend(validator_class, {"pattern": ecma_pattern})  # type: ignore[no-untyped-call]
     return extended
+
+
+#: JSON Schema 2020-12, the dialect of provider, manifest and configuration schemas, with ECMA-262 ``$``.
+Draft202012 = with_ecma_pattern(Draft202012Validator)
 
 
 @functools.lru_cache(maxsize=256)

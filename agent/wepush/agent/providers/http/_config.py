@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from yarl import URL
 
 from wepush.agent.engine import is_sensitive_name
 from wepush.agent.providers.common import (
     DEFAULT_SECRET_NAMESPACE,
     ConfigError,
+    Draft202012,
     Template,
     duration_field,
     most_specific,
@@ -143,7 +143,7 @@ def _load(document: ConfigDocument, schema: Mapping[str, Any]) -> tuple[Any, lis
         raw = document.json()
     except (ValueError, UnicodeDecodeError) as exc:
         return None, [_issue("", "NOT_JSON", f"configuration is not a JSON document: {type(exc).__name__}")]
-    validator = Draft202012Validator(dict(schema))
+    validator = Draft202012(dict(schema))
     issues = [
         # Worded without the value: a secret pasted into the wrong field must not come back.
         _issue(_pointer(violation_path(err)), f"SCHEMA_{str(err.validator).upper()}", value_free_rule(err))

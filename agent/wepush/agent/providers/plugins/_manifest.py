@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 from referencing import Registry, Resource
+
+from wepush.agent.providers.common._schema_rules import Draft202012
 
 __all__ = [
     "MANIFEST_NAME",
@@ -83,7 +85,7 @@ class PluginManifest:
 
 
 @functools.cache
-def _validator() -> Draft202012Validator:
+def _validator() -> Validator:
     """The manifest schema with every contract schema registered, so ``common.schema.json`` resolves offline."""
     registry: Registry[Any] = Registry()
     directory = resources.files("wepush.generated.resources").joinpath("jsonschema")
@@ -91,7 +93,7 @@ def _validator() -> Draft202012Validator:
         if entry.name.endswith(".schema.json"):
             resource = Resource.from_contents(json.loads(entry.read_text(encoding="utf-8")))
             registry = registry.with_resource(resource.id() or entry.name, resource)
-    return Draft202012Validator(registry.contents(MANIFEST_SCHEMA_ID), registry=registry)
+    return Draft202012(registry.contents(MANIFEST_SCHEMA_ID), registry=registry)
 
 
 def read_manifest_json(raw: bytes) -> Any:

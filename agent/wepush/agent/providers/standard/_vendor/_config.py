@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from wepush.agent.providers.common import (
     ConfigError,
+    Draft202012,
     duration_field,
     most_specific,
     secret_ref,
@@ -43,7 +42,7 @@ def load_object(document: ConfigDocument, schema: Mapping[str, Any]) -> dict[str
         raise ConfigError(
             [issue("", "NOT_JSON", f"configuration is not a JSON document: {type(exc).__name__}")]
         ) from None
-    validator = Draft202012Validator(dict(schema))
+    validator = Draft202012(dict(schema))
     issues = [
         # Worded without the value: jsonschema quotes it in most messages (a ``type`` error
         # included), and a secret pasted into the wrong field must not come back.

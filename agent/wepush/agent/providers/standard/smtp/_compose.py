@@ -1,7 +1,7 @@
 """Building the MIME message for one Recipient.
 
 Values go into the HTML part HTML-escaped; header values that would contain a
-line break are refused (header injection), and the ``Message-ID`` is derived
+line break (header injection) or another control character are refused, and the ``Message-ID`` is derived
 from the item's idempotency key so every attempt of an item carries the same id.
 """
 
@@ -19,7 +19,7 @@ from email.utils import format_datetime
 from wepush.agent.providers.spi import ProviderSendRequest
 from wepush.agent.providers.standard._vendor import RenderProblem, html_escape, recipient_fields
 
-from ._config import SmtpAccount, SmtpMessage
+from ._config import CONTROL_CHARACTERS, SmtpAccount, SmtpMessage
 
 __all__ = ["Envelope", "compose", "message_id"]
 
@@ -70,6 +70,15 @@ def compose(
     to_address = _address(fields[message.to_field], message.to_field)
     name = fields.get(message.name_field) if message.name_field else None
     subject = message.subject.render(fields)
+    # The account's own header text was checked when it was saved; a control character here came from
+    # this recipient's data. The email package refuses only line breaks, and a NUL or an escape sent on
+    # would be refused by some servers and shown as garbage by others.
+    if name is not None and CONTROL_CHARACTERS.search(str(name)):
+        raise RenderProblem(
+            "RECIPIENT_VALUE_INVALID", f"field {message.name_field!r} holds a control character"
+        )
+    if CONTROL_CHARACTERS.search(subject):
+        raise RenderProblem("RECIPIENT_VALUE_INVALID", "the subject would hold a control character")
     smtputf8 = not (to_address.isascii() and account.from_address.isascii())
     # A non-ASCII address goes out under SMTPUTF8, its headers in UTF-8 (RFC 6532). The ASCII
     # policy cannot carry one: it refuses a non-ASCII local part and writes a non-ASCII domain as

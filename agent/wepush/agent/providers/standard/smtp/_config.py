@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +20,16 @@ from wepush.agent.providers.standard._vendor import (
     secret_ref,
 )
 
-__all__ = ["Security", "SmtpAccount", "SmtpMessage", "parse_account", "parse_message", "tls_context"]
+__all__ = [
+    "CONTROL_CHARACTERS",
+    "Security",
+    "SmtpAccount",
+    "SmtpMessage",
+    "header_issue",
+    "parse_account",
+    "parse_message",
+    "tls_context",
+]
 
 
 class Security(enum.StrEnum):
@@ -31,6 +41,17 @@ class Security(enum.StrEnum):
 _DEFAULT_PORTS = {Security.STARTTLS: 587, Security.TLS: 465, Security.PLAIN: 25}
 #: Account values that go into a mail header (From) or an SMTP command (AUTH).
 _SINGLE_LINE_ACCOUNT_FIELDS = ("fromName", "username")
+#: What a header value may not hold besides a line break: the other C0 controls (a tab is white space and
+#: allowed) and DEL.
+CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def header_issue(value: str, path: str, issues: list[ValidationIssue]) -> None:
+    """One issue for ``value`` if it cannot stand in a mail header or an SMTP command as it is."""
+    if "\r" in value or "\n" in value:
+        issues.append(issue(path, "LINE_BREAK", "must be a single line"))
+    elif CONTROL_CHARACTERS.search(value):
+        issues.append(issue(path, "CONTROL_CHARACTER", "must not contain control characters"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +103,9 @@ def parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> SmtpAc
             issue("/username", "AUTH_NEEDS_TLS", "AUTH is never sent over an unencrypted connection")
         )
     for field in _SINGLE_LINE_ACCOUNT_FIELDS:
-        # A line break in a header or command value would fail every send later, blamed on the recipient.
-        if any(ch in str(raw.get(field, "")) for ch in "\r\n"):
-            issues.append(issue(f"/{field}", "LINE_BREAK", "must be a single line"))
+        # A line break in a header or command value would fail every send later, blamed on the recipient;
+        # another control character is not allowed in a header either (RFC 5322) and some servers refuse it.
+        header_issue(str(raw.get(field, "")), f"/{field}", issues)
     ca = raw.get("tlsCaCertificate")
     if ca:
         try:
@@ -119,8 +140,7 @@ def parse_message(document: ConfigDocument, schema: Mapping[str, Any]) -> SmtpMe
         to_field=str(raw.get("toField", "email")),
         name_field=None if raw.get("nameField") is None else str(raw["nameField"]),
     )
-    if any(ch in "".join(message.subject.literals) for ch in "\r\n"):
-        issues.append(issue("/subject", "LINE_BREAK", "must be a single line"))
+    header_issue("".join(message.subject.literals), "/subject", issues)
     if issues:
         raise ConfigError(issues)
     return message
