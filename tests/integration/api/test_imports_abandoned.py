@@ -21,7 +21,7 @@ import pytest
 from tests.contract.repositories._world import accepted
 from tests.fixtures.db import SteppingClock
 from tests.helpers_app import RunningApp
-from tests.integration.api._support import default_workspace, issue_token, service, uow
+from tests.integration.api._support import create_workspace, default_workspace, issue_token, service, uow
 from tests.integration.api._support_content import create_audience, expect, start_import
 from wepush.server.application._import_receiving import (
     CREDENTIAL_LOST,
@@ -300,4 +300,47 @@ async def test_an_upload_whose_token_is_revoked_stops_at_the_next_renewal(tmp_pa
         stored = await _stored(app, ws, started["id"])
 
     assert revoked.status_code == 204
+    assert (stored.state, stored.failure_reason) == (ImportState.FAILED, CREDENTIAL_LOST)
+
+
+@pytest.mark.parametrize("change", ["demoted to VIEWER", "removed from the workspace"])
+async def test_an_upload_whose_token_loses_its_role_stops_at_the_next_renewal(
+    tmp_path: Path, change: str
+) -> None:
+    """An ADMIN who demotes a token, or removes it from the workspace, is obeyed mid-upload too: the file
+    a VIEWER could not have started sending is not staged because it was started before."""
+    clock, renewals, file = SteppingClock(utc_now()), Renewals(), StallingFile()
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        team = await create_workspace(app, "team-b")
+        audience = await create_audience(app, team)
+        started = await start_import(app, team, audience["id"], itemIdField="mobile")
+        # Issued in the default workspace and made OPERATOR of team-b through the members API.
+        token_id, headers = await issue_token(app, ws, "VIEWER")
+        member = f"/api/v1/workspaces/{team}/members/{token_id}"
+        expect(await app.client.put(member, headers=app.admin(), json={"role": "OPERATOR"}), 200)
+        operator = await app.runtime.services.auth.authenticate_api_token(
+            headers["Authorization"].removeprefix("Bearer ")
+        )
+        assert operator is not None
+        imports = _imports(app, clock, renewals)
+        uploading = asyncio.create_task(
+            imports.upload(operator, team, audience["id"], started["id"], file.chunks())
+        )
+        await asyncio.wait_for(file.first_sent.wait(), 10)
+        clock.advance(RENEWAL)
+        await renewals.tick()  # still an OPERATOR: the upload goes on
+        if change == "demoted to VIEWER":
+            changed = await app.client.put(member, headers=app.admin(), json={"role": "VIEWER"})
+            assert changed.status_code == 200
+        else:
+            changed = await app.client.delete(member, headers=app.admin())
+            assert changed.status_code == 204
+        clock.advance(RENEWAL)
+        await renewals.tick()
+        file.release.set()
+        with pytest.raises(UploadCredentialLost):
+            await asyncio.wait_for(uploading, 10)
+        stored = await _stored(app, team, started["id"])
+
     assert (stored.state, stored.failure_reason) == (ImportState.FAILED, CREDENTIAL_LOST)

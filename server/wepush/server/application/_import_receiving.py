@@ -45,7 +45,8 @@ _log = logging.getLogger("wepush.server.imports")
 IMPORT_SERVICE: Final = Principal(type=PrincipalType.SYSTEM, id="service")
 _RESOURCE: Final = "AUDIENCE_IMPORT"
 CREDENTIAL_LOST: Final = (
-    "the upload was stopped: the token sending the file was revoked or expired while it was being sent"
+    "the upload was stopped: the token sending the file was revoked or expired, or lost the role that may "
+    "upload in this workspace, while it was being sent"
 )
 ABANDONED: Final = (
     "the upload was abandoned: the Service instance receiving the file stopped answering before it was "

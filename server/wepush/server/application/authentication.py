@@ -18,7 +18,7 @@ from wepush.server.application.audit import Auditor
 from wepush.server.application.auth import Principal, PrincipalType, Role
 from wepush.server.application.credentials import TokenHasher, TokenKind, TokenMalformed, parse_token
 from wepush.server.application.tokens import RESOURCE as TOKEN_RESOURCE
-from wepush.server.domain import ApiToken, AuditOutcome, UnitOfWorkFactory
+from wepush.server.domain import ApiToken, AuditOutcome, UnitOfWork, UnitOfWorkFactory
 
 #: ``last_used_at`` is refreshed at most this often, so authentication is not a write per request.
 _TOUCH_INTERVAL = timedelta(minutes=1)
@@ -28,6 +28,21 @@ _REJECTION_INTERVAL: Final = timedelta(minutes=1)
 _REMEMBERED_REJECTIONS: Final = 1024
 
 _log = logging.getLogger(__name__)
+
+
+async def token_roles(uow: UnitOfWork, token: ApiToken) -> dict[str, Role]:
+    """The roles ``token`` acts with, per workspace, as they stand now.
+
+    A membership is the principal's role in its workspace, also in the token's own: an ADMIN who demotes
+    (or promotes) a token through the members API is obeyed. The role the token was issued with applies
+    where no membership says otherwise."""
+    roles: dict[str, Role] = {
+        member.workspace_id: Role(member.role.value)
+        for member in await uow.workspaces.memberships_of(token.principal_id)
+    }
+    if token.workspace_id is not None:
+        roles.setdefault(token.workspace_id, Role(token.role.value))
+    return roles
 
 
 class TokenAuthenticator:
@@ -69,15 +84,7 @@ class TokenAuthenticator:
                 rejected = stored
             else:
                 rejected = None
-                # A membership is the principal's role in its workspace, also in the token's own: an
-                # ADMIN who demotes (or promotes) a token through the members API is obeyed. The role the
-                # token was issued with applies where no membership says otherwise.
-                roles: dict[str, Role] = {
-                    member.workspace_id: Role(member.role.value)
-                    for member in await uow.workspaces.memberships_of(stored.principal_id)
-                }
-                if stored.workspace_id is not None:
-                    roles.setdefault(stored.workspace_id, Role(stored.role.value))
+                roles = await token_roles(uow, stored)
         if rejected is not None:
             await self._audit_rejection(rejected, now)
             return None

@@ -41,6 +41,9 @@ from wepush.server.application._import_settings import (
 )
 from wepush.server.application._import_staging import StagingOutcome, stage_upload
 from wepush.server.application.auth import Principal, Role
+from wepush.server.application.authentication import token_roles
+from wepush.server.application.authorization import authorize
+from wepush.server.application.errors import AccessDenied
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.application.import_retention import discard_staging_in_batches
 from wepush.server.domain import (
@@ -294,7 +297,7 @@ class ImportService:
                 import_id,
                 self._deps.clock,
                 self._deps.receiving,
-                credential=self._still_usable(principal),
+                credential=self._still_usable(principal, workspace_id),
             ) as lease:
                 outcome = await stage_upload(
                     decoded(chunks, coding),
@@ -332,16 +335,28 @@ class ImportService:
                 await self._fail(claimed, principal, "the upload did not complete", trace_id)
             raise
 
-    def _still_usable(self, principal: Principal) -> Callable[[], Awaitable[bool]]:
-        """Whether the token sending a file may still send it (asked at each lease renewal)."""
+    def _still_usable(self, principal: Principal, workspace_id: str) -> Callable[[], Awaitable[bool]]:
+        """Whether the token sending a file may still send it (asked at each lease renewal): it is neither
+        revoked nor expired, and still holds a role that may upload here. An upload may run for hours; a
+        demotion to VIEWER or a removal from the workspace stops it as a revocation does."""
 
         async def usable() -> bool:
+            if principal.token_id is None:
+                return True  # not a token's principal (the Service's own): nothing can revoke it
             async with self._deps.uow(read_only=True) as uow:
                 try:
-                    token = await uow.api_tokens.get(principal.id)
+                    token = await uow.api_tokens.get(principal.token_id)
                 except NotFound:
-                    return True  # not a token's principal (the Service's own): nothing can revoke it
-            return token.is_usable(self._deps.clock())
+                    return False
+                if not token.is_usable(self._deps.clock()):
+                    return False
+                roles = await token_roles(uow, token)
+            now_as = dataclasses.replace(principal, roles=roles, system_admin=token.system_admin)
+            try:
+                authorize(now_as, workspace_id, Role.OPERATOR)
+            except (AccessDenied, NotFound):
+                return False
+            return True
 
         return usable
 
