@@ -216,3 +216,28 @@ async def test_a_token_without_a_role_in_a_workspace_is_404_there_and_audited_th
         ("token.create", "DENIED"),
         ("account.list", "DENIED"),
     ]
+
+
+async def test_every_audited_refusal_carries_the_trace_id_of_its_request(tmp_path: Path) -> None:
+    """A DENIED event points at the request's log lines, whichever use case refused it: the run reads
+    used to record theirs without one."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        team = await create_workspace(app, "team-b")
+        _, outsider = await issue_token(app, team, "ADMIN")
+        _, viewer = await issue_token(app, ws, "VIEWER")
+        attempts = {
+            "trace-runs-list": ("GET", f"{API}/workspaces/{ws}/runs", outsider, 404),
+            "trace-run-read": ("GET", f"{API}/workspaces/{ws}/runs/{'0' * 26}", outsider, 404),
+            "trace-accounts": ("GET", accounts_url(ws), outsider, 404),
+            "trace-confirm": ("POST", f"{API}/workspaces/{ws}/jobs/{'0' * 26}/run-confirmation", viewer, 403),
+        }
+        for trace, (method, url, headers, status) in attempts.items():
+            response = await app.client.request(
+                method, url, headers={**headers, "X-Trace-Id": trace}, json={}
+            )
+            assert response.status_code == status, (trace, response.text)
+        listed = await app.client.get(audit_url(ws), headers=app.admin(), params={"limit": 100})
+
+    denied = [e for e in listed.json()["items"] if e["outcome"] == "DENIED"]
+    assert {e["traceId"] for e in denied} == set(attempts)

@@ -12,8 +12,13 @@ from wepush.server.domain import AuditEvent, AuditOutcome, JsonObject, UnitOfWor
 class Auditor:
     """Appends audit events inside the caller's transaction, so the record commits with the change."""
 
-    def __init__(self, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, clock: Callable[[], datetime], trace_source: Callable[[], str | None] | None = None
+    ) -> None:
         self._clock = clock
+        # The request's trace id where the caller passed none: a use case that audits a refusal or a read
+        # need not thread the id through every signature for the event to point at the request's logs.
+        self._trace_source = trace_source
 
     async def record(
         self,
@@ -46,7 +51,7 @@ class Auditor:
                 resource_id=resource_id,
                 outcome=outcome,
                 details=details,
-                trace_id=trace_id,
+                trace_id=trace_id or (self._trace_source() if self._trace_source is not None else None),
                 created_at=now,
             )
         )

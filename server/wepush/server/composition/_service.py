@@ -72,7 +72,7 @@ from wepush.server.infra.db import (
 )
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
 from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
-from wepush.server.infra.logging import get_redactor
+from wepush.server.infra.logging import current_trace_id, get_redactor
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyError, MasterKeyRing
 
 _log = logging.getLogger("wepush.server")
@@ -398,7 +398,7 @@ class ServiceRuntime:
         self.deps = ServiceDeps(
             uow=uow_factory,
             clock=utc_now,
-            auditor=Auditor(utc_now),
+            auditor=Auditor(utc_now, current_trace_id),
             catalog=self.catalog,
             secret_store=store,
             tokens=hasher,
@@ -422,7 +422,7 @@ class ServiceRuntime:
             sse_heartbeat=config.events.sse_heartbeat,
         )
         self.services.started = StartedServices(
-            auth=TokenAuthenticator(uow_factory, hasher, utc_now),
+            auth=TokenAuthenticator(uow_factory, hasher, utc_now, auditor=self.deps.auditor),
             cursors=CursorCodec(keys.cursor_key),
             resources=ResourceServices.build(self.deps, run_ports=run_ports),
             budget=RequestBudget(
