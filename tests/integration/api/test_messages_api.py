@@ -148,3 +148,37 @@ async def test_messages_list_by_name_and_provider(tmp_path: Path) -> None:
             url, headers=app.admin(), params={"limit": 1, "cursor": first["page"]["nextCursor"], "name": "x"}
         )
         assert (reused.status_code, reused.json()["code"]) == (400, "CURSOR_INVALID")
+
+
+async def test_saving_the_latest_content_again_makes_no_revision(tmp_path: Path) -> None:
+    """Seed: a content *change* makes a revision. The same content again (its keys in another order)
+    answers 200 with the latest revision; the message, its version and its revisions stay as they were."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        content = {**HTTP_CONTENT, "responseBodyMaxBytes": 4096}
+        message = await create_message(app, ws, content=content)
+        url = ws_url(ws, "messages", message["id"])
+        respelled = {key: content[key] for key in reversed(content)}
+
+        again = await app.client.post(
+            f"{url}/revisions",
+            headers={**app.admin(), "Idempotency-Key": "same-content-1"},
+            json={"content": respelled, "basedOnRevision": 1},
+        )
+        replayed = await app.client.post(
+            f"{url}/revisions",
+            headers={**app.admin(), "Idempotency-Key": "same-content-1"},
+            json={"content": respelled, "basedOnRevision": 1},
+        )
+        current = expect(await app.client.get(url, headers=app.admin()), 200)
+        revisions = expect(await app.client.get(f"{url}/revisions", headers=app.admin()), 200)
+        changed = await app.client.post(
+            f"{url}/revisions", headers=app.admin(), json={"content": NEW_CONTENT, "basedOnRevision": 1}
+        )
+
+    assert (again.status_code, again.json()["revision"]) == (200, 1)
+    assert "location" not in again.headers
+    assert (replayed.status_code, replayed.json()) == (200, again.json())
+    assert (current["latestRevision"], current["version"]) == (message["latestRevision"], message["version"])
+    assert [r["revision"] for r in revisions["items"]] == [1]
+    assert (changed.status_code, changed.json()["revision"]) == (201, 2)

@@ -395,6 +395,7 @@ class MessagesApi:
     ) -> MessageRevision:
         """Change content by creating a new immutable revision
 
+        Only a change of content makes a revision: content equal to the latest revision's (as canonical JSON, so the order of keys does not count) creates nothing and answers 200 with that revision.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -438,6 +439,7 @@ class MessagesApi:
         )
 
         _response_types_map: Dict[str, Optional[str]] = {
+            '200': "MessageRevision",
             '201': "MessageRevision",
             '400': "Problem",
             '401': "Problem",
@@ -482,6 +484,7 @@ class MessagesApi:
     ) -> ApiResponse[MessageRevision]:
         """Change content by creating a new immutable revision
 
+        Only a change of content makes a revision: content equal to the latest revision's (as canonical JSON, so the order of keys does not count) creates nothing and answers 200 with that revision.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -525,6 +528,7 @@ class MessagesApi:
         )
 
         _response_types_map: Dict[str, Optional[str]] = {
+            '200': "MessageRevision",
             '201': "MessageRevision",
             '400': "Problem",
             '401': "Problem",
@@ -569,6 +573,7 @@ class MessagesApi:
     ) -> RESTResponseType:
         """Change content by creating a new immutable revision
 
+        Only a change of content makes a revision: content equal to the latest revision's (as canonical JSON, so the order of keys does not count) creates nothing and answers 200 with that revision.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -612,6 +617,7 @@ class MessagesApi:
         )
 
         _response_types_map: Dict[str, Optional[str]] = {
+            '200': "MessageRevision",
             '201': "MessageRevision",
             '400': "Problem",
             '401': "Problem",

@@ -312,6 +312,7 @@ export class MessagesApi extends runtime.BaseAPI {
     }
 
     /**
+     * Only a change of content makes a revision: content equal to the latest revision\'s (as canonical JSON, so the order of keys does not count) creates nothing and answers 200 with that revision.
      * Change content by creating a new immutable revision
      */
     async createMessageRevisionRaw(requestParameters: CreateMessageRevisionRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<MessageRevision>> {
@@ -322,6 +323,7 @@ export class MessagesApi extends runtime.BaseAPI {
     }
 
     /**
+     * Only a change of content makes a revision: content equal to the latest revision\'s (as canonical JSON, so the order of keys does not count) creates nothing and answers 200 with that revision.
      * Change content by creating a new immutable revision
      */
     async createMessageRevision(requestParameters: CreateMessageRevisionRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<MessageRevision> {

@@ -104,7 +104,8 @@ async def create_message_revision(
         trace_id=current_trace_id(),
     )
     revision = outcome.body.get("revision")
-    headers = {"Location": f"{_base(workspace_id)}/{message_id}/revisions/{revision}"} if revision else {}
+    created = revision and outcome.status == 201
+    headers = {"Location": f"{_base(workspace_id)}/{message_id}/revisions/{revision}"} if created else {}
     return json_response(outcome.body, outcome.status, headers)
 
 

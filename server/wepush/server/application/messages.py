@@ -33,6 +33,7 @@ from wepush.server.domain import (
     Page,
     PageRequest,
     VersionConflict,
+    content_hash,
 )
 
 __all__ = ["MessageService"]
@@ -279,6 +280,13 @@ class MessageService:
                             current=message.latest_revision,
                             unit="revision",
                         )
+                    latest = await uow.messages.get_revision(
+                        workspace_id, message_id, message.latest_revision
+                    )
+                    if latest.content_hash == content_hash(content):
+                        # Only a change of content makes a revision (seed): saving the same content again
+                        # leaves the message, its version and its revisions as they are.
+                        return Outcome(200, render(latest), latest.id)
                     number = message.latest_revision + 1
                     # Bumping the message first serialises concurrent editors on its version.
                     await uow.messages.update(dataclasses.replace(message, latest_revision=number))
