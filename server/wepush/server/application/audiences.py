@@ -14,6 +14,7 @@ from typing import Final
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._newest_first import newest_first
+from wepush.server.application._unchanged import unchanged
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
@@ -145,6 +146,8 @@ class AudienceService:
                 )
                 if old != new
             ]
+            if unchanged("audience", audience_id, current=current.version, given=version, changed=changed):
+                return current
             # The client's version, not the one just read: a stale editor must conflict.
             updated = await uow.audiences.update(
                 dataclasses.replace(current, name=name, description=description, version=version)

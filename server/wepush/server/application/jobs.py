@@ -20,6 +20,7 @@ from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._job_policies import policies_from_request
 from wepush.server.application._job_response_bodies import response_bodies_unread
 from wepush.server.application._job_variables import recipient_field_groups, template_variables
+from wepush.server.application._unchanged import unchanged
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
@@ -322,6 +323,9 @@ class JobService:
                 # The client's version, not the one just read: a stale editor must conflict.
                 version=version,
             )
+            changed = _changed(current, replacement)
+            if unchanged("job", job_id, current=current.version, given=version, changed=changed):
+                return JobView(current, provider_id)
             updated = await uow.jobs.update(replacement)
             await self._deps.auditor.record(
                 uow,
@@ -330,7 +334,7 @@ class JobService:
                 _RESOURCE,
                 workspace_id=workspace_id,
                 resource_id=job_id,
-                fields=_changed(current, replacement),
+                fields=changed,
                 trace_id=trace_id,
             )
             return JobView(updated, provider_id)

@@ -17,6 +17,7 @@ from wepush.server.application._accounts_access import authorize_audited, ensure
 from wepush.server.application._accounts_schema import SchemaValidators
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._newest_first import newest_first
+from wepush.server.application._unchanged import unchanged
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import (
     FieldIssue,
@@ -196,6 +197,8 @@ class MessageService:
                 )
                 if old != new
             ]
+            if unchanged("message", message_id, current=current.version, given=version, changed=changed):
+                return current
             # The client's version, not the one just read: a stale editor must conflict.
             updated = await uow.messages.update(
                 dataclasses.replace(current, name=name, description=description, version=version)

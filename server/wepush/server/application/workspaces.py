@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
+from wepush.server.application._unchanged import unchanged
 from wepush.server.application._workspace_admins import acts_as_admin_without_membership, another_admin
 from wepush.server.application.auth import Principal, PrincipalType, Role
 from wepush.server.application.authorization import require_system_admin
@@ -168,6 +169,16 @@ class WorkspaceService:
         )
         async with self._deps.uow() as uow:
             current = await uow.workspaces.get(workspace_id)
+            changed = [
+                field
+                for field, old, new in (
+                    ("name", current.name, name),
+                    ("description", current.description, description),
+                )
+                if old != new
+            ]
+            if unchanged("workspace", workspace_id, current=current.version, given=version, changed=changed):
+                return current
             if current.version != version:
                 raise VersionConflict("workspace", workspace_id, version, current=current.version)
             updated = await uow.workspaces.update(
@@ -180,10 +191,7 @@ class WorkspaceService:
                 RESOURCE,
                 workspace_id=workspace_id,
                 resource_id=workspace_id,
-                fields=[
-                    *(["name"] if name != current.name else []),
-                    *(["description"] if description != current.description else []),
-                ],
+                fields=changed,
                 summary="Workspace updated",
                 trace_id=trace_id,
             )
