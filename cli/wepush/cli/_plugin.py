@@ -32,10 +32,21 @@ def _fail(action: str, message: str, code: int = EXIT_FAILED) -> int:
 
 def _key_texts(values: Sequence[str]) -> list[str]:
     """A ``--trusted-key`` is the key itself (base64 or PEM) or the path of a file that holds it."""
+    from wepush.agent.providers.plugins import PublisherKeyError
+
     texts = []
-    for value in values:
+    for number, value in enumerate(values, start=1):
         path = Path(value)
-        texts.append(path.read_text(encoding="ascii") if path.is_file() else value)
+        if not path.is_file():
+            texts.append(value)
+            continue
+        try:
+            texts.append(path.read_text(encoding="ascii"))
+        except UnicodeDecodeError:
+            # Say which file: the codec's own text names neither the file nor what was expected.
+            raise PublisherKeyError(
+                f"trusted key #{number}: {path} is not ASCII text (a base64 or PEM public key)"
+            ) from None
     return texts
 
 
@@ -46,7 +57,7 @@ def _loader(action: str, args: argparse.Namespace, directory: Path) -> PluginLoa
         return PluginLoader(
             directory, trusted_keys=_key_texts(args.trusted_key), developer_mode=args.developer_mode
         )
-    except (PublisherKeyError, OSError, UnicodeDecodeError) as exc:
+    except (PublisherKeyError, OSError) as exc:
         return _fail(action, str(exc), EXIT_USAGE)
 
 
@@ -60,17 +71,38 @@ def _keygen(args: argparse.Namespace) -> int:
     from wepush.agent.providers.plugins import generate_key_pair
 
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    private_path, public_path = out / f"{args.name}.key", out / f"{args.name}.pub"
+    name: str = args.name
+    if name in ("", ".", "..") or Path(name).name != name:
+        return _fail("keygen", f"--name {name!r} must be a file name stem, not a path", EXIT_USAGE)
+    private_path, public_path = out / f"{name}.key", out / f"{name}.pub"
+    for path in (private_path, public_path):
+        # Either file may already be in use: the private key signs published plugins, the public key
+        # is what operators trust. A new pair never replaces half of an old one.
+        if path.exists() or path.is_symlink():
+            return _fail("keygen", f"{path} already exists; choose another --out or --name")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail("keygen", f"cannot create the directory {out}: {exc.strerror or exc}")
     pair = generate_key_pair()
+    created: list[Path] = []
     try:
         # O_EXCL: never overwrite a key that may already sign published plugins; 0600 from creation on.
-        descriptor = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return _fail("keygen", f"{private_path} already exists; choose another --out or --name")
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(pair.private_pem)
-    public_path.write_text(pair.public_text + "\n", encoding="ascii")
+        for path, content, mode in (
+            (private_path, pair.private_pem, 0o600),
+            (public_path, (pair.public_text + "\n").encode("ascii"), 0o644),
+        ):
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            created.append(path)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(content)
+    except OSError as exc:
+        # Half a key pair is worse than none: remove what this run wrote.
+        for path in created:
+            path.unlink(missing_ok=True)
+        if isinstance(exc, FileExistsError):
+            return _fail("keygen", f"{exc.filename} already exists; choose another --out or --name")
+        return _fail("keygen", f"cannot write {exc.filename or out}: {exc.strerror or exc}")
     sys.stdout.write(
         f"private key: {private_path} (mode 0600; keep it secret, it signs your plugins)\n"
         f"public key:  {public_path}\n"

@@ -34,7 +34,16 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
     # Every log line, uvicorn's included, goes through the one redacting handler.
     configure_logging(config.logging.level, config.logging.format, service="wepush-server")
     if config.standalone:
-        prepare_data_dir(config)
+        try:
+            prepare_data_dir(config)
+        except OSError as exc:
+            # A data directory path that is a file, or one this user may not create: say which.
+            where = f": {exc.filename}" if exc.filename else ""
+            sys.stderr.write(
+                f"wepush serve: cannot start: cannot prepare the data directory "
+                f"({exc.strerror or type(exc).__name__}{where})\n"
+            )
+            return EXIT_UNAVAILABLE
     sys.stderr.write("wepush serve: effective configuration\n" + render_effective_config(config))
     sys.stderr.flush()
     try:

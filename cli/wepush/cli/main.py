@@ -20,6 +20,8 @@ from wepush.cli._version import product_version
 
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+#: 128 + SIGINT, what a shell reports for a command stopped with Ctrl-C.
+EXIT_INTERRUPTED = 130
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -91,7 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=_TEST_CLIENT_WARNING)
     parser = build_parser()
     args = parser.parse_args(argv)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        # Ctrl-C is the operator's decision, not a crash: no traceback. ``serve`` arrives here after
+        # uvicorn's graceful shutdown (it re-raises the signal once done); an operator command that was
+        # interrupted has undone what it must (a token not yet committed is never delivered).
+        sys.stderr.write(f"wepush {args.command}: interrupted\n")
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -48,6 +48,41 @@ def test_keygen_refuses_to_overwrite_an_existing_key(
     assert (tmp_path / "publisher.key").read_bytes() == before
 
 
+def test_keygen_never_replaces_a_public_key_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plugin", "keygen", "--out", str(tmp_path)]) == 0
+    trusted = (tmp_path / "publisher.pub").read_bytes()
+    (tmp_path / "publisher.key").unlink()
+
+    assert main(["plugin", "keygen", "--out", str(tmp_path)]) == 1
+
+    assert f"{tmp_path / 'publisher.pub'} already exists" in capsys.readouterr().err
+    assert (tmp_path / "publisher.pub").read_bytes() == trusted
+    assert not (tmp_path / "publisher.key").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "code"),
+    [
+        (["--out", "{tmp}/a-file"], "cannot create the directory {tmp}/a-file: File exists", 1),
+        (["--out", "{tmp}/keys", "--name", "sub/publisher"], "must be a file name stem, not a path", 2),
+        (["--out", "{tmp}/keys", "--name", ".."], "must be a file name stem, not a path", 2),
+    ],
+)
+def test_keygen_with_an_unusable_destination_fails_in_one_line(
+    args: list[str], message: str, code: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("not a directory\n", encoding="utf-8")
+
+    assert main(["plugin", "keygen", *(arg.format(tmp=tmp_path) for arg in args)]) == code
+
+    err = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in err
+    assert "Traceback" not in err
+    assert not list(tmp_path.rglob("*.key"))
+
+
 def test_signed_plugin_verifies_with_the_publisher_key(
     tmp_path: Path, publisher: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,6 +141,17 @@ def test_verify_with_an_unreadable_trusted_key_is_a_usage_error(
 ) -> None:
     assert main(["plugin", "verify", str(tmp_path), "--trusted-key", "not-a-key"]) == 2
     assert "trusted key #1" in capsys.readouterr().err
+
+
+def test_verify_with_a_trusted_key_file_that_is_not_text_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "publisher.der"
+    binary.write_bytes(b"\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00\xff")
+
+    assert main(["plugin", "verify", str(tmp_path), "--trusted-key", str(binary)]) == 2
+
+    assert f"trusted key #1: {binary} is not ASCII text" in capsys.readouterr().err
 
 
 def test_sign_refuses_a_private_key_other_users_can_read(

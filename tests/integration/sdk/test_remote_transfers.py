@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,41 @@ def test_artifact_not_ready_raises_conflict_and_leaves_no_file(
 
     assert raised.value.code == "ARTIFACT_NOT_READY"
     assert not target.exists()
+
+
+def test_a_failed_download_leaves_a_file_that_was_there_untouched(
+    service: ScriptedService, client: WePushClient, tmp_path: Path
+) -> None:
+    service.script(
+        "GET", ARTIFACT, problem(409, "ARTIFACT_NOT_READY"), cut_after(70000), serve_range(honour=False)
+    )
+    target = tmp_path / "failed.jsonl"
+    target.write_bytes(b"yesterday's results\n")
+    target.chmod(0o640)
+    runs = client.workspace(WS).runs
+
+    with pytest.raises(Conflict):
+        runs.download_artifact("run-1", "art-1", target)
+    with pytest.raises(InvalidResponse):
+        runs.download_artifact("run-1", "art-1", target)
+
+    assert target.read_bytes() == b"yesterday's results\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["failed.jsonl"]
+
+
+def test_a_completed_download_replaces_the_file_keeping_its_mode(
+    service: ScriptedService, client: WePushClient, tmp_path: Path
+) -> None:
+    service.script("GET", ARTIFACT, serve_range())
+    target = tmp_path / "succeeded.jsonl"
+    target.write_bytes(b"yesterday's results\n")
+    target.chmod(0o640)
+
+    client.workspace(WS).runs.download_artifact("run-1", "art-1", target)
+
+    assert target.read_bytes() == ARTIFACT_BYTES
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["succeeded.jsonl"]
 
 
 def test_import_errors_csv_is_downloaded(

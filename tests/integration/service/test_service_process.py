@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,3 +89,14 @@ def test_a_request_that_is_not_valid_http_gets_a_problem_not_plain_text(
         "the request is not valid HTTP/1.1 (Invalid HTTP request received); nothing was processed"
     )
     assert still_serving == 200
+
+
+def test_ctrl_c_stops_the_service_gracefully_without_a_traceback(tmp_path: Path) -> None:
+    with running_service(tmp_path / "data") as service:
+        service.process.send_signal(signal.SIGINT)
+        code = service.process.wait(timeout=30)
+        log = service.log()
+    assert code == 130
+    assert "Application shutdown complete" in log
+    assert "wepush serve: interrupted" in log
+    assert "Traceback" not in log

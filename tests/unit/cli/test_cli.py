@@ -26,6 +26,16 @@ def test_serve_with_a_bad_configuration_exits_with_a_clear_error(
     assert "WEPUSH_SERVER_PROT" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["serve"], ["migrate"], ["secrets", "status"]])
+def test_a_configuration_path_that_is_a_directory_is_a_configuration_error_not_a_traceback(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--config", str(tmp_path), "--data-dir", str(tmp_path / "data")]) == 2
+    err = capsys.readouterr().err
+    assert f"configuration error: {tmp_path}: cannot read the configuration file" in err
+    assert "Traceback" not in err
+
+
 @pytest.fixture
 def no_log_setup(monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve`` routes the root logger to the stderr it finds; in a test that is capsys's, which closes."""
@@ -63,4 +73,20 @@ def test_serve_with_an_unreachable_bucket_refuses_naming_it_not_its_secret(
     err = capsys.readouterr().err
     assert "cannot start: artifacts: the artifact bucket 'wepush-artifacts' cannot be reached" in err
     assert "s3-secret-never-printed" not in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.usefixtures("no_log_setup")
+def test_serve_with_a_data_directory_that_is_a_file_refuses_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEPUSH_CONFIG_DIR", str(tmp_path / "config"))
+    not_a_directory = tmp_path / "data"
+    not_a_directory.write_text("a file where the data directory should be\n", encoding="utf-8")
+    assert main(["serve", "--data-dir", str(not_a_directory)]) == 3
+    err = capsys.readouterr().err
+    assert (
+        f"wepush serve: cannot start: cannot prepare the data directory (File exists: {not_a_directory})"
+        in err
+    )
     assert "Traceback" not in err

@@ -69,6 +69,15 @@ def test_unknown_key_in_file_is_an_error_naming_it(tmp_path: Path) -> None:
         load_config(file, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
 
 
+def test_a_configuration_file_that_cannot_be_read_is_an_error_naming_it(tmp_path: Path) -> None:
+    binary = tmp_path / "latin1.yaml"
+    binary.write_bytes(b"wepush:\n  server:\n    bind-address: caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"latin1\.yaml: not UTF-8 text"):
+        load_config(binary, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
+    with pytest.raises(ConfigError, match="cannot read the configuration file"):
+        load_config(tmp_path, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
+
+
 def test_unknown_environment_variable_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="WEPUSH_SERVER_PROT"):
         load_config(environ={"WEPUSH_SERVER_PROT": "1", "WEPUSH_DATA_DIR": str(tmp_path)})

@@ -130,6 +130,40 @@ async def test_factory_sinks_are_closed_when_the_start_is_rejected() -> None:
     assert all(sink.closed for sink in made)
 
 
+@pytest.mark.parametrize("failure", ["event sink factory", "recipients"])
+async def test_sinks_already_made_are_closed_when_a_later_factory_or_the_recipients_fail(
+    failure: str,
+) -> None:
+    made: list[InMemoryResultSink] = []
+
+    def results_for(_: RunExecutionSpec) -> InMemoryResultSink:
+        made.append(InMemoryResultSink())
+        return made[-1]
+
+    def events_for(_: RunExecutionSpec) -> InMemoryEventSink:
+        if failure == "event sink factory":
+            raise OSError("the event log volume is full")
+        return InMemoryEventSink()
+
+    engine = (
+        WePushEngine.builder()
+        .provider(FakeProviderFactory())
+        .result_sink_factory(results_for)
+        .event_sink_factory(events_for)
+        .clock(FakeClock())
+        .build()
+    )
+    recipients: Any = 42 if failure == "recipients" else people(5)
+
+    async with engine:
+        with pytest.raises((OSError, TypeError)):
+            await engine.start(spec("run-x"), recipients)
+        assert engine.active_runs == ()
+
+    assert len(made) == 1
+    assert made[0].closed
+
+
 async def test_a_provider_not_given_to_the_builder_is_unavailable_even_if_installed() -> None:
     engine = WePushEngine.builder().provider(FakeProviderFactory()).result_sink(InMemoryResultSink()).build()
 

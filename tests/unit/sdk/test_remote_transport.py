@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from wepush.sdk.remote import RateLimited, RetryPolicy, TransportError, VersionConflict
+from wepush.sdk.remote import RateLimited, RetryPolicy, ServiceUnavailable, TransportError, VersionConflict
 from wepush.sdk.remote._transport import BearerToken, RetryingRestClient
 from wepush_client.exceptions import ApiException
 
@@ -151,6 +151,18 @@ def test_retry_after_above_the_cap_raises_immediately() -> None:
         client.request("GET", URL)
 
     assert raised.value.retry_after == 120.0
+    assert slept == []
+
+
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_an_absurdly_long_retry_after_is_a_wait_above_the_cap_not_a_crash(digits: int) -> None:
+    inner = FakeRest(FakeResponse(503, headers={"Retry-After": "9" * digits}))
+    client, slept = rest_client(inner)
+
+    with pytest.raises(ServiceUnavailable) as raised:
+        client.request("GET", URL)
+
+    assert raised.value.retry_after == float("inf")
     assert slept == []
 
 

@@ -150,8 +150,10 @@ class WePushEngine:
         if spec.run_id in self._runs:
             raise ValueError(f"run {spec.run_id!r} is already active in this engine")
         owned = _OwnedSinks()
-        ports = self._ports(spec, recipients, owned)
         try:
+            # Inside the try: a sink factory or the recipients may fail after another factory made a
+            # sink, and that sink belongs to this (rejected) run, so it is closed like any other.
+            ports = self._ports(spec, recipients, owned)
             handle = await self._engine.start(spec, ports)
         except BaseException:
             await owned.close_all()

@@ -63,7 +63,9 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
         return None
     text = value.strip()
     if text.isascii() and text.isdigit():
-        return float(int(text))
+        # float() of the text, not of int(text): a proxy's absurd value (hundreds of digits) is an
+        # infinite wait, above any cap, where int() would overflow the conversion or its digit limit.
+        return float(text)
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,17 +195,32 @@ def download(
     last: int | None = None,
     accept: str = "*/*",
 ) -> Download:
-    """GET ``path`` into ``dest`` (a file path, created or truncated, or a writable binary stream).
+    """GET ``path`` into ``dest`` (a file path, or a writable binary stream).
 
-    ``first``/``last`` select an inclusive byte range. A file this call created is removed again when
-    the download fails, so a failed download never leaves a truncated file that looks complete.
+    ``first``/``last`` select an inclusive byte range. A file path receives the content only once the
+    download is complete: the bytes go to a temporary file beside it (mode 0600, as artifacts hold
+    recipients' personal data), which then replaces it. A failed download (409 ARTIFACT_NOT_READY, a
+    dropped connection after the last retry) therefore leaves no file that looks complete, and never
+    touches a file that was already there.
     """
-    if isinstance(dest, (str, os.PathLike)):
-        target = Path(dest)
-        try:
-            with open(target, "wb") as sink:
-                return _download_into(session, path, sink, first, last, accept)
-        except BaseException:
-            target.unlink(missing_ok=True)
-            raise
-    return _download_into(session, path, dest, first, last, accept)
+    if not isinstance(dest, (str, os.PathLike)):
+        return _download_into(session, path, dest, first, last, accept)
+    given = Path(dest)
+    if given.exists() and not given.is_file():
+        # A device or a pipe (/dev/stdout): nothing to keep, nothing to replace.
+        with open(given, "wb") as sink:
+            return _download_into(session, path, sink, first, last, accept)
+    # Where open() would write: through a symbolic link, not over it.
+    target = Path(os.path.realpath(given))
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(descriptor, "wb") as sink:
+            result = _download_into(session, path, sink, first, last, accept)
+        with contextlib.suppress(FileNotFoundError):
+            # A file replaced keeps the permissions its owner gave it.
+            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return result

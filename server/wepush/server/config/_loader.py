@@ -264,6 +264,11 @@ def _read_file(path: Path) -> dict[str, Any]:
             loaded = yaml.safe_load(handle)
     except FileNotFoundError:
         raise ConfigError(f"configuration file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        # A directory, a file the user may not read: one line naming the file, never a traceback.
+        raise ConfigError(f"{path}: cannot read the configuration file ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
     if loaded is None:
