@@ -101,7 +101,10 @@ def test_problem_details_are_carried() -> None:
     assert error.current_state == "SUCCEEDED"
     assert error.allowed_commands == ("RESUME",)
     assert [(e.field, e.code, e.message) for e in error.errors] == [("x", "REQUIRED", "m")]
-    assert str(error) == "409 RUN_STATE_CONFLICT: T - Run cannot be paused from SUCCEEDED (traceId t-1)"
+    assert (
+        str(error)
+        == "409 RUN_STATE_CONFLICT: T - Run cannot be paused from SUCCEEDED; x: m (REQUIRED) (traceId t-1)"
+    )
     assert repr(error) == "RunStateConflict(status=409, code='RUN_STATE_CONFLICT', trace_id='t-1')"
 
 
@@ -145,3 +148,17 @@ def test_unusable_tokens_are_rejected_without_echoing_them(token: str) -> None:
         WePushClient("http://127.0.0.1:9", token)
 
     assert "X-Evil" not in str(raised.value)
+
+
+def test_the_message_names_the_fields_that_broke_a_rule() -> None:
+    errors = [{"field": f"/config/f{i}", "code": "REQUIRED", "message": "is required"} for i in range(7)]
+    error = problem_error_from_response(
+        422, body("VALIDATION_FAILED", 422, detail="The account configuration is invalid.", errors=errors)
+    )
+
+    assert str(error) == (
+        "422 VALIDATION_FAILED: T - The account configuration is invalid.; "
+        + "; ".join(f"/config/f{i}: is required (REQUIRED)" for i in range(5))
+        + "; and 2 more"
+    )
+    assert len(error.errors) == 7

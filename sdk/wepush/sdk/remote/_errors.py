@@ -65,6 +65,10 @@ class FieldError:
     message: str
 
 
+#: Field errors a problem's message lists; the rest stay in ``errors``.
+_SHOWN_FIELD_ERRORS = 5
+
+
 class ProblemError(WePushError):
     """The Service refused the request with a problem document; ``code`` is the stable error code."""
 
@@ -92,6 +96,12 @@ class ProblemError(WePushError):
         text = f"{self.status} {self.code}: {self.title}"
         if self.detail:
             text += f" - {self.detail}"
+        if self.errors:
+            # Which field broke which rule is usually the part the reader needs; the Service words it
+            # without the submitted values.
+            shown = [f"{e.field}: {e.message} ({e.code})" for e in self.errors[:_SHOWN_FIELD_ERRORS]]
+            more = len(self.errors) - len(shown)
+            text += "; " + "; ".join(shown) + (f"; and {more} more" if more else "")
         if self.trace_id:
             text += f" (traceId {self.trace_id})"
         return text
