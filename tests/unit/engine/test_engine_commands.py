@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
 from wepush.agent.engine import (
+    ArtifactRef,
     CancelRun,
     ChangeConcurrency,
     CommandCode,
@@ -24,6 +26,7 @@ from wepush.agent.engine import (
     ThreadSafetyMode,
     TimeoutPolicy,
 )
+from wepush.agent.engine.testing import InMemoryArtifactSink
 from wepush.agent.providers.fake import FakeProviderFactory, Hang
 
 from .support import Harness, assert_accounted, policies, spec, state_of
@@ -291,3 +294,36 @@ async def test_commands_after_the_auth_circuit_opened_cannot_strand_winding_down
     assert summary.unsent == 20 - len(provider.calls)
     assert h.events.events[-1].data["stopReason"] == "AUTH_CIRCUIT_OPEN"
     assert_accounted(summary, h)
+
+
+class _HeldArtifacts(InMemoryArtifactSink):
+    """Artifacts whose closing waits for the test: the run stays in its finishing window meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closing = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def close(self) -> tuple[ArtifactRef, ...]:
+        self.closing.set()
+        await self.release.wait()
+        return await super().close()
+
+
+async def test_a_command_arriving_while_the_run_finishes_says_so() -> None:
+    """Every item has its outcome and the final state is being written: the run still reads RUNNING, but
+    a pause is refused as "finishing", not with "run is RUNNING", a state that allows pausing."""
+    artifacts = _HeldArtifacts()
+    h = Harness(count=3, artifacts=artifacts)
+    handle = await h.start(FakeProviderFactory(latency=1.0))
+    await h.clock.advance(5)
+    await asyncio.wait_for(artifacts.closing.wait(), 10)
+    assert handle.state is RunState.RUNNING
+
+    refused = await handle.submit(PauseRun("late-pause"))
+    artifacts.release.set()
+    summary = await h.clock.run(handle.completion())
+
+    assert (refused.accepted, refused.code) == (False, CommandCode.RUN_STATE_CONFLICT)
+    assert refused.message == "run is finishing"
+    assert summary.final_state is RunState.SUCCEEDED

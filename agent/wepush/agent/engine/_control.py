@@ -106,8 +106,12 @@ class RunControl:
 
     def _apply(self, command: RunCommand) -> CommandResult:
         cid = command.command_id
-        if self.finishing or self.state.is_terminal:
+        if self.state.is_terminal:
             return CommandResult(cid, False, CommandCode.RUN_STATE_CONFLICT, f"run is {self.state.value}")
+        if self.finishing:
+            # Every item has its outcome and the final state is being decided: the run is past
+            # commands, though its state still reads RUNNING (or PAUSED, CANCELLING) until then.
+            return CommandResult(cid, False, CommandCode.RUN_STATE_CONFLICT, "run is finishing")
         if isinstance(command, CancelRun):
             # A run already stopping for another reason (deadline, auth circuit...) keeps that reason.
             if not self.stop.is_set():
