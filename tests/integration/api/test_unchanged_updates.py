@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers_app import RunningApp
-from tests.integration.api._support import API, default_workspace, service
+from tests.integration.api._support import (
+    API,
+    accounts_url,
+    create_account,
+    default_workspace,
+    http_account,
+    service,
+)
 from tests.integration.api._support_content import (
     create_audience,
     create_message,
@@ -77,4 +84,20 @@ async def test_saving_a_resource_unchanged_keeps_its_version_and_records_nothing
             ws_url(ws, "jobs", job["id"]),
             {**definition, "version": job["version"]},
             {"name": "monthly"},
+        )
+
+
+async def test_saving_an_account_unchanged_keeps_its_version_and_a_new_secret_value_does_not(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        account = await create_account(app, ws, http_account("billing"))
+        keep = {"http-account-token": {"operation": "KEEP"}}
+        await _check(
+            app,
+            ws,
+            accounts_url(ws, account["id"]),
+            {"name": "billing", "config": account["config"], "secrets": keep, "version": account["version"]},
+            {"secrets": {"http-account-token": {"operation": "REPLACE", "value": "a-new-token-value"}}},
         )

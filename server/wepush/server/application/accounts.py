@@ -31,6 +31,7 @@ from wepush.server.application._accounts_secrets import (
 )
 from wepush.server.application._accounts_validation import AccountProvider, changed_paths
 from wepush.server.application._deps import ServiceDeps
+from wepush.server.application._unchanged import unchanged
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
@@ -267,6 +268,14 @@ class AccountService:
             *changed_paths(current.config, draft.config, "config"),
             *plan.changed_fields,
         ]
+        if (current.provider_version, current.schema_version) != (
+            provider.descriptor.version,
+            provider.schema_version,
+        ):
+            # Saved again under a newer provider release: the account moves to it, a change of its own.
+            changed.append("providerVersion")
+        if unchanged("account", account_id, current=current.version, given=version, changed=changed):
+            return _view(current, records)
         async with self._deps.uow() as uow:
             updated = await uow.accounts.update(
                 replace(
