@@ -11,6 +11,7 @@ import asyncio
 import os
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from wepush.server.infra.db.engine import create_database
@@ -37,9 +38,20 @@ def _configure(connection: Connection) -> None:
     )
 
 
+#: The transaction-level advisory lock a migration holds on PostgreSQL: a fixed number nothing else in the
+#: Service uses (it spells "wepushmg").
+_MIGRATION_LOCK_KEY = 0x7765707573686D67
+
+
 def _run_on(connection: Connection) -> None:
     _configure(connection)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Two jobs started at once (a retried deployment job, a second release script) both found the
+            # schema unmigrated and created the same tables; the second failed on a unique violation. Queued
+            # here until the first commits, it reads the revision afterwards (read committed: every
+            # statement sees what committed before it) and finds nothing left to do.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
         context.run_migrations()
 
 

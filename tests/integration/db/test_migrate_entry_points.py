@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 import subprocess
@@ -11,7 +12,16 @@ from pathlib import Path
 import pytest
 
 import wepush
-from wepush.server.infra.db import current_revision, head_revision, is_up_to_date, migrate, upgrade_database
+from tests.fixtures.db import waiting_on_a_lock
+from wepush.server.infra.db import (
+    create_database,
+    current_revision,
+    current_revision_async,
+    head_revision,
+    is_up_to_date,
+    migrate,
+    upgrade_database,
+)
 from wepush.server.infra.db.migrate import MIGRATIONS_DIR_ENV, script_location
 
 REPO = Path(__file__).resolve().parents[3]
@@ -95,3 +105,31 @@ def test_the_alembic_command_line_migrates_with_its_own_engine(tmp_path: Path) -
     )
     assert completed.returncode == 0, completed.stderr
     assert is_up_to_date(url)
+
+
+@pytest.mark.postgres
+async def test_a_migration_started_while_another_runs_waits_for_it_and_then_succeeds(
+    empty_postgres_url: str,
+) -> None:
+    # Two migration jobs at once (a retried deployment job, two release scripts) used to both find the
+    # schema unmigrated; the second then failed on a duplicate key when it created the same tables.
+    engine = create_database(empty_postgres_url)
+    try:
+        async with engine.connect() as first:
+            await first.begin()
+            await first.run_sync(migrate._upgrade, migrate.alembic_config(empty_postgres_url), "head")
+            second = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-c",
+                "import sys; from wepush.server.infra.db import upgrade_database; upgrade_database(sys.argv[1])",
+                empty_postgres_url,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            waiting = await waiting_on_a_lock(engine, second.communicate())
+            await first.commit()
+        _, stderr = await asyncio.wait_for(waiting, timeout=120)
+    finally:
+        await engine.dispose()
+
+    assert second.returncode == 0, stderr.decode(errors="replace")[-2000:]
+    assert await current_revision_async(empty_postgres_url) == head_revision()

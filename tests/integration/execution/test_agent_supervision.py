@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import timedelta
 from typing import Any
 
-from tests.integration.execution._world import build_world, eventually, make_agent
+from tests.integration.execution._world import build_world, create_run, eventually, load_run, make_agent
+from wepush.agent.engine import ThreadSafetyMode
 from wepush.agent.providers.catalog import ProviderCatalog
-from wepush.agent.providers.fake import FakeProviderFactory
+from wepush.agent.providers.fake import FakeProviderFactory, Hang
 from wepush.server.application.execution import RunAvailabilityNotifier
-from wepush.server.domain import AgentStatus, UnitOfWork
+from wepush.server.domain import AgentLease, AgentStatus, RunState, UnitOfWork
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
@@ -71,3 +74,60 @@ async def test_a_claimer_that_keeps_failing_shuts_the_agent_down_and_reports_why
     assert isinstance(agent.failure, ConnectionError)
     assert registered.status is AgentStatus.ONLINE
     assert agent.active_runs == ()
+
+
+async def test_a_database_outage_during_lease_renewal_does_not_stop_the_agent(
+    uow: SqlUnitOfWorkFactory,
+    artifact_store: LocalArtifactStore,
+    secret_store: LocalEnvelopeSecretStore,
+    notifier: RunAvailabilityNotifier,
+) -> None:
+    # A PostgreSQL restart or failover outlasts one renewal's retries; the renewer used to let the error
+    # end its loop, and the supervisor then shut the whole agent down: no run ran on that instance again.
+    world = await build_world(
+        uow, secret_store, recipients=4, policies={"concurrency": {"min": 1, "max": 2, "target": 2}}
+    )
+    provider = FakeProviderFactory(
+        outcome=lambda _request: Hang(), thread_safety=ThreadSafetyMode.THREAD_SAFE
+    )
+    database = BreakableDatabase(uow)
+    agent = make_agent(
+        database,
+        ProviderCatalog.from_factories([provider]),
+        artifact_store,
+        secret_store,
+        notifier,
+        world.workspace.id,
+        lease_ttl=timedelta(seconds=3),  # renewed every second
+    )
+    await agent.start()
+    try:
+        run = await create_run(uow, world, notifier)
+
+        async def sending() -> bool:
+            return provider.stats.active >= 2
+
+        await eventually(sending, what="sends in flight")
+        before = await _active_lease(uow, run.id)
+
+        database.broken = True
+        # Longer than one renewal interval plus its retries (0.7 s): a renewal pass falls into the outage.
+        await asyncio.sleep(2.5)
+        database.broken = False
+
+        async def renewed() -> bool:
+            lease = await _active_lease(uow, run.id)
+            return lease is not None and before is not None and lease.expires_at > before.expires_at
+
+        await eventually(renewed, what="the lease to be renewed after the outage")
+        assert agent.failure is None
+        assert not agent.stopped
+        assert agent.active_runs == (run.id,)
+        assert (await load_run(uow, run)).state is RunState.RUNNING
+    finally:
+        await agent.shutdown()
+
+
+async def _active_lease(uow: SqlUnitOfWorkFactory, run_id: str) -> AgentLease | None:
+    async with uow(read_only=True) as unit:
+        return await unit.leases.find_active(run_id)

@@ -12,8 +12,17 @@ import pytest
 from tests.fixtures.s3 import S3Bucket
 from tests.helpers_app import RunningApp
 from tests.integration.api._support import default_workspace
-from tests.integration.api._support_runs import add_artifact, seed_world, service, start_confirmed, uow
+from tests.integration.api._support_runs import (
+    add_artifact,
+    config_for,
+    seed_world,
+    service,
+    start_confirmed,
+    uow,
+)
+from wepush.server.composition._service import StartupRefused, preflight
 from wepush.server.domain import Agent, AgentStatus, PageRequest
+from wepush.server.infra.db import current_revision_async, head_revision, upgrade_database_async
 from wepush.server.infra.secrets import MasterKeyRing
 
 pytestmark = pytest.mark.postgres
@@ -91,3 +100,33 @@ async def test_instances_on_one_host_keep_their_own_embedded_agent_across_restar
         a: AgentStatus.ONLINE,
         b: AgentStatus.ONLINE,
     }
+
+
+@pytest.mark.parametrize(
+    "migrated_to", [None, "0005_run_confirmation_once"], ids=["never-migrated", "an-older-release"]
+)
+async def test_an_instance_refuses_to_start_on_a_schema_wepush_migrate_has_not_brought_to_its_release(
+    tmp_path: Path, empty_postgres_url: str, s3_env: dict[str, str], migrated_to: str | None
+) -> None:
+    # Server mode never migrates by itself. On a database `wepush migrate` had not run on, the start-up's
+    # first query failed on a missing table, and the operator read an asyncpg traceback.
+    if migrated_to is not None:
+        await upgrade_database_async(empty_postgres_url, migrated_to)
+    env = _server_env(tmp_path, empty_postgres_url, s3_env)
+    config = config_for(tmp_path, **env)
+    found = "has never been migrated" if migrated_to is None else f"is at revision {migrated_to}"
+    says = (
+        f"database: the schema {found}, and this release needs revision {head_revision()}; "
+        "run 'wepush migrate' with this release first"
+    )
+
+    with pytest.raises(StartupRefused) as refused:
+        await asyncio.to_thread(preflight, config)
+    with pytest.raises(RuntimeError) as failed:
+        async with service(tmp_path, **env):
+            pass
+
+    assert str(refused.value) == says
+    # The lifespan's message is its traceback: it ends in the refusal, not in a missing table.
+    assert str(failed.value).rstrip().endswith(f"StartupRefused: {says}")
+    assert await current_revision_async(empty_postgres_url) == migrated_to

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.helpers_app import running_app, standalone_config
+from wepush.server.infra.db import upgrade_database_async
 
 
 def _mode(path: Path) -> int:
@@ -149,9 +150,12 @@ async def test_server_mode_without_a_master_key_fails_closed(tmp_path: Path) -> 
         WEPUSH_MODE="server",
         WEPUSH_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'server.db'}",
     )
-    with pytest.raises(RuntimeError, match="startup failed"):
+    # Migrated, as `wepush migrate` leaves it: the start must fail on the key, not on the schema.
+    await upgrade_database_async(config.database.url)
+    with pytest.raises(RuntimeError, match="startup failed") as failed:
         async with running_app(config):
             pass
+    assert f"master key file {config.secrets.master_key_file} does not exist" in str(failed.value)
     assert not config.secrets.master_key_file.exists()
 
 

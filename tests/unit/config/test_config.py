@@ -104,6 +104,55 @@ def test_a_malformed_or_out_of_range_duration_is_an_error_naming_the_key(
         load_config(environ={"WEPUSH_EVENTS_SSE_HEARTBEAT": value, "WEPUSH_DATA_DIR": str(tmp_path)})
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        # An out-of-range presign-ttl escaped as a ValueError traceback naming no key.
+        ("WEPUSH_ARTIFACTS_S3_PRESIGN_TTL", "P9999999999D", "duration out of range: 'P9999999999D'"),
+        ("WEPUSH_ARTIFACTS_S3_PRESIGN_TTL", "PT0S", "must be between PT1S and P7D"),
+        ("WEPUSH_ARTIFACTS_S3_PRESIGN_TTL", "P8D", "must be between PT1S and P7D"),
+        # A zero heartbeat sent heartbeats, each checking the stream's token, in a busy loop.
+        ("WEPUSH_EVENTS_SSE_HEARTBEAT", "PT0S", "must be longer than PT0S"),
+    ],
+    ids=["presign-ttl-out-of-range", "presign-ttl-zero", "presign-ttl-beyond-s3", "heartbeat-zero"],
+)
+def test_a_duration_outside_what_the_service_can_use_is_an_error_naming_the_key(
+    tmp_path: Path, name: str, value: str, says: str
+) -> None:
+    key = (
+        "wepush."
+        + {
+            "WEPUSH_ARTIFACTS_S3_PRESIGN_TTL": "artifacts.s3.presign-ttl",
+            "WEPUSH_EVENTS_SSE_HEARTBEAT": "events.sse-heartbeat",
+        }[name]
+    )
+    with pytest.raises(ConfigError) as error:
+        load_config(environ={name: value, "WEPUSH_DATA_DIR": str(tmp_path)})
+    assert str(error.value).startswith(f"{key}: {says}")
+
+
+@pytest.mark.parametrize("value", [".nan", ".NaN"])
+def test_a_number_that_is_not_a_number_is_an_error_naming_the_key(tmp_path: Path, value: str) -> None:
+    # NaN passed the schema's "at least 0" (no comparison with NaN fails) and turned rate limiting off.
+    file = _write(
+        tmp_path / "wepush.yaml",
+        f"wepush:\n  security:\n    rate-limit:\n      requests-per-second: {value}\n",
+    )
+    with pytest.raises(
+        ConfigError, match=r"^wepush\.security\.rate-limit\.requests-per-second: must be a finite"
+    ):
+        load_config(file, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
+    with pytest.raises(
+        ConfigError, match=r"^wepush\.security\.rate-limit\.requests-per-second: must be a finite"
+    ):
+        load_config(
+            environ={
+                "WEPUSH_SECURITY_RATE_LIMIT_REQUESTS_PER_SECOND": value,
+                "WEPUSH_DATA_DIR": str(tmp_path),
+            }
+        )
+
+
 def test_server_mode_needs_a_database_url(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"database\.url"):
         load_config(environ={"WEPUSH_MODE": "server", "WEPUSH_DATA_DIR": str(tmp_path)})

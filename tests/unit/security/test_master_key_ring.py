@@ -206,3 +206,21 @@ def test_adopting_a_reloaded_ring_adds_its_versions_and_keeps_the_ones_held() ->
     assert (held.active_version, held.versions) == (2, (1, 2))
     assert bytes(held.unwrap_dek(version, nonce, wrapped)) == b"k" * 32
     assert held.wrap_dek(b"k" * 32)[0] == 2
+
+
+@pytest.mark.parametrize("version", [2**31, 2**32, 10**30])
+@pytest.mark.parametrize("layout", ["lines", "json"])
+def test_a_key_version_no_secret_could_record_fails_closed_at_load(
+    tmp_path: Path, version: int, layout: str
+) -> None:
+    # Such a ring used to load; the first secret saved then failed (struct.error past 2**32, the 32-bit
+    # key_version column past 2**31 - 1) as an internal error.
+    text = f"{version}:{B64_1}" if layout == "lines" else json.dumps({"keys": {str(version): B64_1}})
+    path = write_key_file(tmp_path / "master.key", text)
+
+    with pytest.raises(MasterKeyError, match=r"key version above 2147483647") as caught:
+        MasterKeyRing.load_server(path)
+    with pytest.raises(MasterKeyError, match="at most 2147483647"):
+        MasterKeyRing({version: KEY_1}, version)
+
+    assert_no_key_material(str(caught.value))

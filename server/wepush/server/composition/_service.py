@@ -222,6 +222,19 @@ class StartupRefused(RuntimeError):
     """Something the Service cannot run without is missing or unusable; the message says what."""
 
 
+def require_migrated_schema(revision: str | None) -> None:
+    """Server mode never migrates (``wepush migrate`` is the one migration job): on a database that job has
+    not brought to this release's revision, the start-up's first query would fail on a missing table or
+    column, as a traceback. Refuse instead, saying what to run."""
+    head = head_revision()
+    if revision != head:
+        found = "has never been migrated" if revision is None else f"is at revision {revision}"
+        raise StartupRefused(
+            f"database: the schema {found}, and this release needs revision {head}; run 'wepush migrate' "
+            "with this release first"
+        )
+
+
 def preflight(config: ServiceConfig) -> None:
     """Check, before the server binds its port, what the Service fails closed on: the master key (against
     the secrets the database holds) and the artifact bucket. A refusal is one clear line for the
@@ -230,7 +243,8 @@ def preflight(config: ServiceConfig) -> None:
     try:
         # A schema a newer release migrated: standalone's start-up upgrade would fail deep in Alembic, and
         # a server-mode instance would never become ready on it.
-        check_revision_known(asyncio.run(current_revision_async(config.database.url)))
+        revision = asyncio.run(current_revision_async(config.database.url))
+        check_revision_known(revision)
         sealed, samples = asyncio.run(_sealed_secrets(config.database.url))
     except UnknownSchemaRevision as exc:
         raise StartupRefused(f"database: {exc}") from None
@@ -244,6 +258,8 @@ def preflight(config: ServiceConfig) -> None:
     mismatch = ring_mismatch(config, ring, samples)
     if mismatch:
         raise StartupRefused(f"master key: {mismatch}")
+    if not config.standalone:
+        require_migrated_schema(revision)
     if config.artifacts.type == "s3":
         try:
             asyncio.run(S3ArtifactStore.from_settings(config.artifacts.s3).check())
@@ -367,6 +383,8 @@ class ServiceRuntime:
         self.uow = SqlUnitOfWorkFactory(self.engine)
         self._checks()
         try:
+            if not config.standalone:
+                require_migrated_schema(await revision_of(self.engine))
             await self._open(self.uow, self.artifact_store)
         except BaseException:
             # A refused start never reaches stop() from the server: release what it opened, pooled

@@ -10,8 +10,10 @@ from __future__ import annotations
 import copy
 import ipaddress
 import json
+import math
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -278,16 +280,51 @@ def _read_file(path: Path) -> dict[str, Any]:
     return loaded
 
 
+#: Every duration key, and the bounds it must lie within (inclusive; ``None``: unbounded).
+_DURATIONS: dict[tuple[str, ...], tuple[timedelta | None, timedelta | None, str]] = {
+    ("events", "progress-interval"): (
+        timedelta(seconds=0.5),
+        timedelta(seconds=1),
+        "must be between PT0.5S and PT1S",
+    ),
+    # Zero would send heartbeats (and check the stream's credential against the database) in a busy loop.
+    ("events", "sse-heartbeat"): (timedelta(microseconds=1), None, "must be longer than PT0S"),
+    # Signature V4 refuses a presigned URL valid longer than seven days; a zero lifetime is never usable.
+    ("artifacts", "s3", "presign-ttl"): (
+        timedelta(seconds=1),
+        timedelta(days=7),
+        "must be between PT1S and P7D",
+    ),
+}
+
+
 def _check_durations(document: dict[str, Any]) -> None:
-    events = document["wepush"]["events"]
-    for key in ("progress-interval", "sse-heartbeat"):
+    """Each duration parses and lies within its bounds; a failure names the key (an out-of-range value
+    used to escape as a ValueError traceback from building the settings)."""
+    for path, (low, high, rule) in _DURATIONS.items():
+        node: Any = document["wepush"]
+        for key in path:
+            node = node[key]
+        where = "wepush." + ".".join(path)
         try:
-            parse_duration(events[key])
+            value = parse_duration(node)
         except ValueError as exc:
-            raise ConfigError(f"wepush.events.{key}: {exc}") from None
-    interval = parse_duration(events["progress-interval"]).total_seconds()
-    if not 0.5 <= interval <= 1.0:
-        raise ConfigError("wepush.events.progress-interval: must be between PT0.5S and PT1S")
+            raise ConfigError(f"{where}: {exc}") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ConfigError(f"{where}: {rule}")
+
+
+def _check_finite(node: Any, where: str = "wepush") -> None:
+    """YAML spells NaN and infinity (``.nan``, ``.inf``) and the schema's bounds let them through (no
+    comparison with NaN fails): a NaN request budget silently turned rate limiting off."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _check_finite(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            _check_finite(value, f"{where}.{index}")
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{where}: must be a finite number")
 
 
 def _check_bind_address(document: dict[str, Any]) -> None:
@@ -364,6 +401,7 @@ def load_config(
         document, {"WEPUSH_DATA_DIR": str(resolved_data), "WEPUSH_CONFIG_DIR": str(config_dir)}
     )
     _validate(document, "effective configuration")
+    _check_finite(document["wepush"])
     _check_durations(document)
     _check_bind_address(document)
     artifacts = document["wepush"]["artifacts"]

@@ -408,7 +408,18 @@ class EmbeddedAgent:
         while True:
             for execution in tuple(self._executions.values()):
                 with self._run_log_context(execution):
-                    await execution.renew()
+                    try:
+                        await execution.renew()
+                    except Exception:
+                        # The database is unreachable for longer than one renewal's retries (a restart,
+                        # a failover): try again on the next pass. Ending the loop would shut the whole
+                        # agent down for good; a lease that stays unrenewed expires and is recovered.
+                        _log.exception(
+                            "run %s: renewing lease %s failed; retrying on the next pass",
+                            execution.run_id,
+                            execution.lease.id,
+                            extra={"event": "LEASE_RENEW_FAILED"},
+                        )
             await self._heartbeat(AgentStatus.ONLINE)
             await asyncio.sleep(interval)
 

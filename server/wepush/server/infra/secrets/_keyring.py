@@ -46,6 +46,8 @@ _NONCE_BYTES: Final = 12
 _TAG_BYTES: Final = 16
 _MAX_KEY_FILE_BYTES: Final = 64 * 1024
 _WRAP_AAD_PREFIX: Final = b"wepush/dek-wrap/v1"
+#: The largest version a secret can record: ``secret_record.key_version`` is a 32-bit integer column.
+_MAX_VERSION: Final = 2**31 - 1
 _FILE_FORMAT: Final = "wepush-master-key-ring/v1"
 
 
@@ -64,6 +66,8 @@ class MasterKeyRing:
         for version, key in keys.items():
             if isinstance(version, bool) or not isinstance(version, int) or version < 1:
                 raise MasterKeyError("master key versions must be positive integers")
+            if version > _MAX_VERSION:
+                raise MasterKeyError(f"master key versions must be at most {_MAX_VERSION}")
             if len(key) != _KEY_BYTES:
                 raise MasterKeyError(f"master key version {version} is not {_KEY_BYTES} bytes (AES-256)")
         if active_version not in keys:
@@ -317,6 +321,10 @@ def _parse_version(text: str, source: str, where: str) -> int:
     candidate = text.strip()
     if not candidate.isascii() or not candidate.isdigit() or int(candidate) < 1:
         raise MasterKeyError(f"{source}: {where} has a key version that is not a positive integer")
+    if int(candidate) > _MAX_VERSION:
+        # Loaded, it sealed nothing: the version did not fit the wrapped DEK's associated data (past
+        # 2**32) or the database's column (past 2**31 - 1), and saving a secret failed with a 500.
+        raise MasterKeyError(f"{source}: {where} has a key version above {_MAX_VERSION}")
     return int(candidate)
 
 
