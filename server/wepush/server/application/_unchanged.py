@@ -8,10 +8,31 @@ checked, so a stale editor conflicts exactly as its write would have.
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Protocol
 
 from wepush.server.domain import VersionConflict
 
-__all__ = ["unchanged"]
+__all__ = ["renamed_fields", "unchanged"]
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+def renamed_fields(current: _Named, *, name: str, description: str) -> list[str]:
+    """Which of a resource's ``name`` and ``description`` an update changes."""
+    return [
+        field
+        for field, old, new in (
+            ("name", current.name, name),
+            ("description", current.description, description),
+        )
+        if old != new
+    ]
 
 
 def unchanged(

@@ -14,7 +14,7 @@ from typing import Final
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._newest_first import newest_first
-from wepush.server.application._unchanged import unchanged
+from wepush.server.application._unchanged import renamed_fields, unchanged
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
@@ -138,14 +138,7 @@ class AudienceService:
         async with self._deps.uow() as uow:
             await ensure_workspace(uow, principal, workspace_id)
             current = await uow.audiences.get(workspace_id, audience_id)
-            changed = [
-                field
-                for field, old, new in (
-                    ("name", current.name, name),
-                    ("description", current.description, description),
-                )
-                if old != new
-            ]
+            changed = renamed_fields(current, name=name, description=description)
             if unchanged("audience", audience_id, current=current.version, given=version, changed=changed):
                 return current
             # The client's version, not the one just read: a stale editor must conflict.

@@ -17,7 +17,7 @@ from wepush.server.application._accounts_access import authorize_audited, ensure
 from wepush.server.application._accounts_schema import SchemaValidators
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._newest_first import newest_first
-from wepush.server.application._unchanged import unchanged
+from wepush.server.application._unchanged import renamed_fields, unchanged
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.errors import (
     FieldIssue,
@@ -189,14 +189,7 @@ class MessageService:
         async with self._deps.uow() as uow:
             await ensure_workspace(uow, principal, workspace_id)
             current = await uow.messages.get(workspace_id, message_id)
-            changed = [
-                field
-                for field, old, new in (
-                    ("name", current.name, name),
-                    ("description", current.description, description),
-                )
-                if old != new
-            ]
+            changed = renamed_fields(current, name=name, description=description)
             if unchanged("message", message_id, current=current.version, given=version, changed=changed):
                 return current
             # The client's version, not the one just read: a stale editor must conflict.

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
-from wepush.server.application._unchanged import unchanged
+from wepush.server.application._unchanged import renamed_fields, unchanged
 from wepush.server.application._workspace_admins import acts_as_admin_without_membership, another_admin
 from wepush.server.application.auth import Principal, PrincipalType, Role
 from wepush.server.application.authorization import require_system_admin
@@ -169,14 +169,7 @@ class WorkspaceService:
         )
         async with self._deps.uow() as uow:
             current = await uow.workspaces.get(workspace_id)
-            changed = [
-                field
-                for field, old, new in (
-                    ("name", current.name, name),
-                    ("description", current.description, description),
-                )
-                if old != new
-            ]
+            changed = renamed_fields(current, name=name, description=description)
             if unchanged("workspace", workspace_id, current=current.version, given=version, changed=changed):
                 return current
             if current.version != version:
