@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.integration.execution._world import (
     World,
@@ -54,7 +55,7 @@ from wepush.server.domain import (
     utc_now,
 )
 from wepush.server.infra.artifacts import LocalArtifactStore
-from wepush.server.infra.db import SqlUnitOfWorkFactory, execution_ledger
+from wepush.server.infra.db import DatabaseRecoveryLocks, SqlUnitOfWorkFactory, execution_ledger
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
 
@@ -288,3 +289,46 @@ async def test_downloads_refuse_unready_foreign_missing_and_out_of_range_artifac
     assert not_ready.value.code == "ARTIFACT_NOT_READY"
     assert outside.value.size == ready.size_bytes
     await writer.fail(uploading)
+
+
+async def test_a_run_another_recoverer_holds_is_left_to_it(
+    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World, db_engine: AsyncEngine
+) -> None:
+    """Two instances (one restarting while the other's reaper recovers) must not both settle a run: the
+    second would supersede the artifacts the first is writing and race it to the end state."""
+    run = await create_run(uow, world)
+    claimed = await claim_run(uow, world, run)
+    sink = FencedResultSink(
+        LeaseGuard(uow, claimed.fence, utc_now), execution_ledger(uow), run.workspace_id, run.id
+    )
+    await sink.append([_result(run, 1)])
+    # Two instances' locks: separate connections on PostgreSQL, one process's registry on SQLite.
+    holders, others = DatabaseRecoveryLocks(db_engine), DatabaseRecoveryLocks(db_engine)
+    holder = RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now, locks=holders)
+    other = RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now, locks=others)
+
+    async with holders.hold(run.id) as held:
+        left = await other.recover_lease(claimed.lease, "the executor died")
+        during = await load_run(uow, run)
+        written_meanwhile = await artifacts_of(uow, run)
+    recovered = await holder.recover_run(during, "the executor died")
+    after = await other.recover_run(during, "the executor died")
+
+    assert held
+    assert left is None
+    assert during.state is RunState.LOST  # the lease was revoked; the settling waits for the holder
+    assert written_meanwhile == {}
+    assert recovered is not None
+    assert recovered.final_state is RunState.PARTIAL
+    assert after is None  # the run ended while it waited: nothing is done twice
+    assert (await load_run(uow, run)).state is RunState.PARTIAL
+
+
+async def test_a_recovery_lock_is_the_run_s_alone_and_free_again_once_released(
+    db_engine: AsyncEngine,
+) -> None:
+    first, second = DatabaseRecoveryLocks(db_engine), DatabaseRecoveryLocks(db_engine)
+    async with first.hold("run-a") as a, second.hold("run-a") as contended, second.hold("run-b") as b:
+        assert (a, contended, b) == (True, False, True)
+    async with second.hold("run-a") as again:
+        assert again

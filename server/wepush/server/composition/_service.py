@@ -60,6 +60,7 @@ from wepush.server.config import ServiceConfig
 from wepush.server.domain import AuditOutcome, SecretRecord, utc_now
 from wepush.server.infra.artifacts import ArtifactStoreUnavailable, LocalArtifactStore, S3ArtifactStore
 from wepush.server.infra.db import (
+    DatabaseRecoveryLocks,
     PoolSettings,
     SqlUnitOfWorkFactory,
     UnknownSchemaRevision,
@@ -488,6 +489,7 @@ class ServiceRuntime:
             settings=settings,
             agent_version=_version(),
             redactor=get_redactor(),
+            recovery_locks=DatabaseRecoveryLocks(self.engine) if self.engine is not None else None,
         )
 
     async def _audit_rejected_plugins(self, workspace_id: str) -> None:

@@ -40,6 +40,7 @@ from ._policies import (
 )
 from ._recipients import RecipientScope, SnapshotRecipientSource, read_recipients
 from ._recovery import EXECUTING_STATES, RecoveryOutcome, RunRecovery
+from ._recovery_locks import InProcessRecoveryLocks, RecoveryLocks
 from ._results import FencedResultSink, engine_result, storable_text, stored_result
 from ._retention import ArtifactRetention, RetentionReport
 from ._secrets import RegisteredSecrets, StoredSecretResolver, open_secret_record
@@ -89,6 +90,7 @@ __all__ = [
     "FencedResultSink",
     "FencedRunEventSink",
     "HintListener",
+    "InProcessRecoveryLocks",
     "InvalidPolicies",
     "InvalidSnapshot",
     "LeaseGuard",
@@ -97,6 +99,7 @@ __all__ = [
     "ProviderPin",
     "RangeNotSatisfiable",
     "RecipientScope",
+    "RecoveryLocks",
     "RecoveryOutcome",
     "RegisteredSecrets",
     "ResendOf",

@@ -35,6 +35,7 @@ from ._commands import reject_pending
 from ._fence import plain_transactions, retrying
 from ._notifier import RunAvailabilityNotifier
 from ._recipients import RecipientScope
+from ._recovery_locks import InProcessRecoveryLocks, RecoveryLocks
 from ._settle import SETTLED_CODE, settle_items
 from ._store import ArtifactStore
 
@@ -68,8 +69,10 @@ class RunRecovery:
         notifier: RunAvailabilityNotifier | None = None,
         batch_size: int = 500,
         max_attempts: int = 3,
+        locks: RecoveryLocks | None = None,
     ) -> None:
         self._uow = uow
+        self._locks = locks or InProcessRecoveryLocks()
         self._tx = plain_transactions(uow)
         self._store = artifact_store
         self._clock = clock
@@ -136,7 +139,24 @@ class RunRecovery:
     async def recover_run(
         self, run: Run, cause: str, *, previous: RunState | None = None, requeue: bool = True
     ) -> RecoveryOutcome | None:
-        """Continue from LOST or RECOVERING (e.g. a recovery interrupted by another restart)."""
+        """Continue from LOST or RECOVERING (e.g. a recovery interrupted by another restart); ``None``
+        when another recoverer holds the run or the run needs nothing any more."""
+        async with self._locks.hold(run.id) as mine:
+            if not mine:
+                _log.info(
+                    "run %s is being recovered elsewhere; left to that recoverer",
+                    run.id,
+                    extra={"event": "RUN_RECOVERY_HELD", "workspaceId": run.workspace_id, "runId": run.id},
+                )
+                return None
+            # Read again under the lock: the recoverer that held it may have ended the run meanwhile.
+            async with self._uow(read_only=True) as uow:
+                current = await uow.runs.get(run.workspace_id, run.id)
+            return await self._recover_held(current, cause, previous=previous, requeue=requeue)
+
+    async def _recover_held(
+        self, run: Run, cause: str, *, previous: RunState | None, requeue: bool
+    ) -> RecoveryOutcome | None:
         if run.state is RunState.LOST:
             try:
                 async with self._uow() as uow:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._ledger_sqlite import SqliteExecutionLedger, execution_ledger
+from ._recovery_locks import DatabaseRecoveryLocks
 from ._repo_agents import SqlAgentOutboxRepository, SqlAgentRepository
 from ._repo_audience import DUPLICATE_ITEM_KEY, SqlAudienceImportRepository, SqlAudienceRepository
 from ._repo_events import SqlRunCommandRepository, SqlRunEventRepository
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DUPLICATE_ITEM_KEY",
+    "DatabaseRecoveryLocks",
     "PoolSettings",
     "SqlAccountRepository",
     "SqlAgentOutboxRepository",

@@ -36,6 +36,7 @@ from wepush.server.application.execution import (
     ArtifactStore,
     ExecutionContext,
     HintListener,
+    RecoveryLocks,
     RunAvailabilityNotifier,
     RunExecution,
     RunRecovery,
@@ -80,8 +81,10 @@ class EmbeddedAgent:
         engine_clock: ExecutionClock | None = None,
         agent_version: str = "0.0.0",
         redactor: SecretScrubber | None = None,
+        recovery_locks: RecoveryLocks | None = None,
     ) -> None:
-        """``redactor`` defaults to the process-wide logging one: the run log goes through it and each
+        """``recovery_locks`` must span every instance sharing the database (the default spans only this
+        process, enough for standalone). ``redactor`` defaults to the process-wide logging one: the run log goes through it and each
         run registers the secret values it resolves with it, so log lines mask them too."""
         self._settings = settings or EmbeddedAgentSettings()
         s = self._settings
@@ -113,6 +116,7 @@ class EmbeddedAgent:
             retention=s.retention,
             notifier=notifier,
             batch_size=s.settle_batch_size,
+            locks=recovery_locks,
         )
         self._agent: Agent | None = None
         self._executions: dict[str, RunExecution] = {}
