@@ -4,6 +4,7 @@ and the sweep of uploads whose writer died."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import socket
@@ -188,6 +189,39 @@ async def test_a_bucket_the_service_cannot_use_stops_it_naming_the_bucket_not_th
     )
     with pytest.raises(ArtifactStoreUnavailable, match="cannot be reached"):
         await unreachable.check()
+
+
+async def test_a_bucket_endpoint_that_stops_answering_fails_the_check_after_one_short_try() -> None:
+    """Readiness probes ask often: against an endpoint that accepts connections and never answers, each
+    check tries once with short timeouts, instead of holding a worker thread through the data client's
+    five attempts of a minute each while more probes pile up behind it."""
+    connections = 0
+    held: list[asyncio.StreamWriter] = []
+
+    async def black_hole(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        held.append(writer)  # read nothing, answer nothing, keep the connection open
+
+    server = await asyncio.start_server(black_hole, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    settings = S3Settings(
+        endpoint_url=f"http://127.0.0.1:{port}",
+        bucket="artifacts",
+        region="us-east-1",
+        access_key_id="wepush-test-access",
+        secret_access_key=SECRET_KEY,
+        presign_ttl=timedelta(minutes=15),
+    )
+    try:
+        with pytest.raises(ArtifactStoreUnavailable, match="cannot be reached"):
+            await S3ArtifactStore.from_settings(settings).check()
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert connections == 1
 
 
 def _closed_port() -> int:

@@ -80,6 +80,10 @@ class _S3Upload(HashingUpload):
         self.parts.append({"PartNumber": number, "ETag": sent["ETag"]})
 
 
+#: Seconds a bucket check waits to connect, and then for the answer; it is tried once.
+PROBE_TIMEOUT_S: Final = 2.0
+
+
 class S3ArtifactStore(GeneratedKeys):
     """The :class:`~wepush.server.application.execution.ArtifactStore` on an S3-compatible bucket."""
 
@@ -90,8 +94,13 @@ class S3ArtifactStore(GeneratedKeys):
         *,
         part_bytes: int = PART_BYTES,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        probe_client: Any | None = None,
     ) -> None:
         self._client = client
+        # Readiness asks often and must answer fast: a bucket endpoint that stops answering would hold
+        # each probe's worker thread for the data client's timeouts and retries (minutes), until the
+        # thread pool that artifact I/O shares is full.
+        self._probe_client = probe_client if probe_client is not None else client
         self._bucket = bucket
         self._part_bytes = part_bytes
         self._clock = clock
@@ -108,16 +117,27 @@ class S3ArtifactStore(GeneratedKeys):
             # Custom endpoints (MinIO, Ceph, moto …) rarely resolve virtual-hosted bucket names.
             s3={"addressing_style": "path"} if settings.endpoint_url else None,
         )
-        # Explicit credentials when configured; otherwise boto3's own chain (environment, profile, role).
-        client = boto3.session.Session().client(
-            "s3",
-            endpoint_url=settings.endpoint_url,
-            region_name=settings.region,
-            aws_access_key_id=settings.access_key_id,
-            aws_secret_access_key=settings.secret_access_key,
-            config=config,
+        probe = config.merge(
+            Config(
+                connect_timeout=PROBE_TIMEOUT_S,
+                read_timeout=PROBE_TIMEOUT_S,
+                retries={"mode": "standard", "total_max_attempts": 1},
+            )
         )
-        return cls(client, settings.bucket)
+        # Explicit credentials when configured; otherwise boto3's own chain (environment, profile, role).
+        session = boto3.session.Session()
+
+        def client(with_config: Config) -> Any:
+            return session.client(
+                "s3",
+                endpoint_url=settings.endpoint_url,
+                region_name=settings.region,
+                aws_access_key_id=settings.access_key_id,
+                aws_secret_access_key=settings.secret_access_key,
+                config=with_config,
+            )
+
+        return cls(client(config), settings.bucket, probe_client=client(probe))
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore(bucket={self._bucket!r})"
@@ -125,7 +145,7 @@ class S3ArtifactStore(GeneratedKeys):
     async def check(self) -> None:
         """Fail closed at start-up when the bucket cannot be used, naming the bucket and the reason."""
         try:
-            await asyncio.to_thread(self._client.head_bucket, Bucket=self._bucket)
+            await asyncio.to_thread(self._probe_client.head_bucket, Bucket=self._bucket)
         except ClientError as exc:
             raise ArtifactStoreUnavailable(
                 f"the artifact bucket {self._bucket!r} cannot be used: {_code(exc) or 'refused'}"
