@@ -17,6 +17,8 @@ from typing import ClassVar
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from wepush.server.application.execution import InProcessRecoveryLocks
+
 __all__ = ["DatabaseRecoveryLocks"]
 
 # Distinct from the migration lock's key space: the first byte of every recovery key is this tag.
@@ -30,8 +32,8 @@ def advisory_key(run_id: str) -> int:
 
 
 class DatabaseRecoveryLocks:
-    # SQLite: run ids being recovered, per database, by every holder in this process.
-    _held: ClassVar[dict[str, set[str]]] = {}
+    # SQLite: one registry per database, shared by every holder in this process.
+    _held: ClassVar[dict[str, InProcessRecoveryLocks]] = {}
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -58,17 +60,8 @@ class DatabaseRecoveryLocks:
                         await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
                         await connection.commit()
 
-    @asynccontextmanager
-    async def _in_process(self, run_id: str) -> AsyncIterator[bool]:
+    def _in_process(self, run_id: str) -> AbstractAsyncContextManager[bool]:
         url = self._engine.url
         # Every in-memory database is its own: only a file names the same database for two engines.
         where = str(url) if url.database not in (None, "", ":memory:") else f"memory:{id(self._engine)}"
-        held = self._held.setdefault(where, set())
-        if run_id in held:
-            yield False
-            return
-        held.add(run_id)
-        try:
-            yield True
-        finally:
-            held.discard(run_id)
+        return self._held.setdefault(where, InProcessRecoveryLocks()).hold(run_id)
