@@ -14,6 +14,7 @@ from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from wepush.server.infra.db._compatibility import record_schema_compatibility
 from wepush.server.infra.db.engine import create_database
 from wepush.server.infra.db.tables import metadata
 
@@ -53,6 +54,8 @@ def _run_on(connection: Connection) -> None:
             # statement sees what committed before it) and finds nothing left to do.
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
         context.run_migrations()
+        # In the same transaction, so the schema and what it says about itself never disagree.
+        record_schema_compatibility(connection, context.script)
 
 
 async def _run_with_own_engine() -> None:

@@ -88,12 +88,13 @@ def _failed(command: str, message: str) -> int:
 
 
 async def require_current_schema(url: str) -> None:
-    """Refuse a database that is not at this release's newest revision, saying which way it is off."""
-    from wepush.server.infra.db import check_revision_known, current_revision_async, head_revision
+    """Refuse a database this release cannot work on, saying which way it is off: behind (migrate it), or
+    ahead and not declared fit for this release by the newer one that migrated it."""
+    from wepush.server.infra.db import require_usable, schema_state_async
 
-    current = await current_revision_async(url)
-    check_revision_known(current)
-    if current != head_revision():
+    schema = await schema_state_async(url)
+    require_usable(schema)
+    if not schema.usable:
         raise Refused("the database schema is not at the current revision; run 'wepush migrate' first")
 
 

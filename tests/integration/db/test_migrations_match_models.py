@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Column, Integer, MetaData, Table, text
 from sqlalchemy.engine import Connection
 
+from tests.fixtures.releases import migrate_with
 from wepush.server.infra.db import (
     create_database,
     current_revision_async,
@@ -19,7 +19,7 @@ from wepush.server.infra.db import (
     metadata,
     upgrade_database_async,
 )
-from wepush.server.infra.db.migrate import alembic_config
+from wepush.server.infra.db.migrate import script_location
 
 EMPTY = [
     pytest.param("empty_sqlite_url", id="sqlite"),
@@ -75,7 +75,7 @@ async def test_a_fresh_database_migrated_to_head_has_no_differences_from_the_mod
 
     await upgrade_database_async(url)
 
-    assert await current_revision_async(url) == head_revision() == "0006_import_receiving_lease"
+    assert await current_revision_async(url) == head_revision() == "0007_schema_compatibility"
     assert await is_up_to_date_async(url)
     assert await _diff_against(url, metadata) == []
 
@@ -120,17 +120,7 @@ async def test_downgrade_to_base_removes_everything_and_upgrade_restores_it(
     url = str(request.getfixturevalue(empty_url))
     await upgrade_database_async(url)
 
-    def downgrade(connection: Connection) -> None:
-        config = alembic_config(url)
-        config.attributes["connection"] = connection
-        command.downgrade(config, "base")
-
-    engine = create_database(url)
-    try:
-        async with engine.begin() as connection:
-            await connection.run_sync(downgrade)
-    finally:
-        await engine.dispose()
+    await migrate_with(url, script_location(), "base", downgrade=True)
     remaining = await _diff_against(url, metadata)
     assert len([d for d in remaining if d[0] == "add_table"]) == len(metadata.tables)
     assert {d[0] for d in remaining} <= {"add_table", "add_index"}

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.db import POSTGRES_ADMIN_DSN
+from tests.fixtures.db import POSTGRES_ADMIN_DSN, run_blocking
+from tests.fixtures.releases import NEWER_REVISION, migrate_with, newer_release
 from wepush.cli.main import main
 from wepush.server.composition._service import StartupRefused, load_key_ring, preflight
 from wepush.server.config import load_config
-from wepush.server.infra.db import current_revision, upgrade_database
+from wepush.server.infra.db import current_revision, head_revision, upgrade_database
 
 PASSWORD = "pw-never-shown-4c1d"
 COMMANDS = [
@@ -146,3 +147,22 @@ def test_a_service_does_not_start_on_a_schema_a_newer_release_migrated(data_dir:
     # Before, standalone's start-up upgrade logged Alembic's traceback and uvicorn gave up.
     assert str(refused.value) == f"database: {NEWER}"
     assert current_revision(url) == "0099_from_a_newer_release"
+
+
+def test_on_a_schema_a_newer_release_declared_fit_the_commands_run_and_migrate_changes_nothing(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = load_config(None).database.url
+    upgrade_database(url)
+    run_blocking(lambda: migrate_with(url, newer_release(tmp_path, compatible_from=head_revision())))
+    capsys.readouterr()
+
+    assert main(["migrate"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"wepush migrate: nothing to do; the database schema is at revision {NEWER_REVISION} of a newer "
+        f"release, which runs releases from revision {head_revision()} on"
+    )
+    # Before, refused: "the database schema is not at the current revision; run 'wepush migrate' first".
+    assert main(["secrets", "rewrap"]) == 0
+    assert capsys.readouterr().err == ""
+    assert current_revision(url) == NEWER_REVISION

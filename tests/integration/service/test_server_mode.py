@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.releases import NEWER_REVISION, migrate_with, newer_release
 from tests.fixtures.s3 import S3Bucket
 from tests.helpers_app import RunningApp
 from tests.integration.api._support import default_workspace
@@ -130,3 +131,39 @@ async def test_an_instance_refuses_to_start_on_a_schema_wepush_migrate_has_not_b
     # The lifespan's message is its traceback: it ends in the refusal, not in a missing table.
     assert str(failed.value).rstrip().endswith(f"StartupRefused: {says}")
     assert await current_revision_async(empty_postgres_url) == migrated_to
+
+
+async def test_instances_of_the_previous_release_start_and_serve_on_a_schema_declared_fit_for_them(
+    tmp_path: Path, postgres_url: str, s3_env: dict[str, str], s3_bucket: S3Bucket
+) -> None:
+    # The ADR's rolling upgrade: one migration job of the new release, then the instances are replaced one
+    # by one, so for a while the previous release runs (and restarts) on the expanded schema.
+    await migrate_with(postgres_url, newer_release(tmp_path, compatible_from=head_revision()))
+    env = _server_env(tmp_path, postgres_url, s3_env)
+    config = config_for(tmp_path / "a", **env)
+
+    await asyncio.to_thread(preflight, config)  # before, refused as a schema "this release does not know"
+    async with service(tmp_path / "a", **env) as first:
+        world = await seed_world(first)
+        run_id = await start_confirmed(first, world)
+        ready = await first.client.get("/health/ready")
+        run = await first.client.get(world.runs_url(run_id), headers=first.admin())
+
+    assert ready.status_code == 200
+    assert ready.json()["checks"]["migrations"]["status"] == "UP"
+    assert run.status_code == 200
+    assert await current_revision_async(postgres_url) == NEWER_REVISION
+
+
+async def test_an_instance_refuses_a_schema_a_newer_release_did_not_declare_fit_for_it(
+    tmp_path: Path, postgres_url: str, s3_env: dict[str, str]
+) -> None:
+    # A contract migration: it runs once the previous release's instances are gone; one started by
+    # mistake afterwards must not serve on a schema its queries may break on.
+    await migrate_with(postgres_url, newer_release(tmp_path, compatible_from=None))
+    config = config_for(tmp_path, **_server_env(tmp_path, postgres_url, s3_env))
+
+    with pytest.raises(
+        StartupRefused, match=f"database: the database schema is at revision {NEWER_REVISION}"
+    ):
+        await asyncio.to_thread(preflight, config)

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from tests.fixtures.releases import NEWER_REVISION, migrate_with, newer_release
 from tests.helpers_app import running_app, standalone_config
-from wepush.server.infra.db import upgrade_database_async
+from wepush.server.infra.db import current_revision_async, head_revision, upgrade_database_async
 
 
 def _mode(path: Path) -> int:
@@ -122,8 +123,58 @@ async def test_readiness_reports_a_schema_another_release_moved(tmp_path: Path) 
     assert ready.status_code == 503
     assert ready.json()["checks"]["migrations"] == {
         "status": "DOWN",
-        "detail": "schema is not at the expected revision",
+        "detail": "at revision 0004_live_names_unique, behind this release; run 'wepush migrate'",
     }
+
+
+@pytest.mark.parametrize("declares_fit", [True, False], ids=["expand", "contract"])
+async def test_an_instance_stays_ready_while_a_newer_release_it_is_fit_for_rolls_out(
+    tmp_path: Path, declares_fit: bool
+) -> None:
+    # A rolling upgrade: the newer release's migration job runs while this release's instances serve.
+    # Before, every instance of the previous release turned unready at once (the load balancer then had
+    # none to send traffic to) even when the new schema only added a column they never read.
+    config = standalone_config(tmp_path)
+    newer = newer_release(tmp_path, compatible_from=head_revision() if declares_fit else None)
+    async with running_app(config) as app:
+        await migrate_with(config.database.url, newer)
+
+        ready = await app.client.get("/health/ready")
+        listed = await app.client.get(
+            "/api/v1/workspaces", headers={"Authorization": f"Bearer {app.admin_token}"}
+        )
+
+    assert listed.status_code == 200  # the older code still reads and writes the expanded tables
+    if declares_fit:
+        assert ready.status_code == 200
+        assert ready.json()["checks"]["migrations"] == {
+            "status": "UP",
+            "detail": f"at revision {NEWER_REVISION} of a newer release, which runs releases from revision "
+            f"{head_revision()} on",
+        }
+    else:
+        assert ready.status_code == 503
+        assert ready.json()["checks"]["migrations"] == {
+            "status": "DOWN",
+            "detail": f"at revision {NEWER_REVISION} of a newer release, which this release cannot run on",
+        }
+
+
+async def test_a_standalone_restart_on_a_schema_a_newer_release_declared_fit_serves_without_migrating(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = standalone_config(tmp_path)
+    async with running_app(config):
+        pass
+    await migrate_with(config.database.url, newer_release(tmp_path, compatible_from=head_revision()))
+
+    caplog.set_level(logging.WARNING, logger="wepush.server")
+    async with running_app(config) as again:
+        ready = await again.client.get("/health/ready")
+
+    assert ready.status_code == 200
+    assert f"database schema at revision {NEWER_REVISION} of a newer release" in caplog.text
+    assert await current_revision_async(config.database.url) == NEWER_REVISION
 
 
 async def test_responses_carry_security_headers_and_the_trace_id(tmp_path: Path) -> None:

@@ -183,6 +183,31 @@ def test_a_postgresql_database_type_without_a_url_is_an_error_not_sqlite(tmp_pat
         load_config(environ={"WEPUSH_DATABASE_TYPE": "postgresql", "WEPUSH_DATA_DIR": str(tmp_path)})
 
 
+def test_a_postgresql_database_type_with_a_sqlite_url_is_an_error(tmp_path: Path) -> None:
+    # It used to run on the SQLite file, while database.type (and the printed configuration) said PostgreSQL.
+    environ = {
+        "WEPUSH_DATABASE_TYPE": "postgresql",
+        "WEPUSH_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'stale.db'}",
+        "WEPUSH_DATA_DIR": str(tmp_path),
+    }
+    with pytest.raises(ConfigError) as error:
+        load_config(environ=environ)
+    assert str(error.value) == (
+        "wepush.database.url: database.type is postgresql, but the URL names a sqlite database"
+    )
+
+
+def test_the_database_type_follows_the_url_when_only_the_url_is_given(tmp_path: Path) -> None:
+    config = load_config(
+        environ={
+            "WEPUSH_DATABASE_URL": "postgresql://wepush@db.internal/wepush",
+            "WEPUSH_DATA_DIR": str(tmp_path),
+        }
+    )
+    assert config.database.type == "postgresql"
+    assert load_config(environ={"WEPUSH_DATA_DIR": str(tmp_path)}).database.type == "sqlite"
+
+
 def test_an_s3_artifact_store_needs_its_bucket(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"wepush\.artifacts\.s3\.bucket"):
         load_config(environ={"WEPUSH_ARTIFACTS_TYPE": "s3", "WEPUSH_DATA_DIR": str(tmp_path)})

@@ -62,13 +62,15 @@ from wepush.server.infra.artifacts import ArtifactStoreUnavailable, LocalArtifac
 from wepush.server.infra.db import (
     DatabaseRecoveryLocks,
     PoolSettings,
+    SchemaFit,
+    SchemaState,
     SqlUnitOfWorkFactory,
     UnknownSchemaRevision,
-    check_revision_known,
     create_database,
-    current_revision_async,
     head_revision,
-    revision_of,
+    require_usable,
+    schema_state_async,
+    schema_state_of,
     upgrade_database_async,
 )
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
@@ -223,16 +225,17 @@ class StartupRefused(RuntimeError):
     """Something the Service cannot run without is missing or unusable; the message says what."""
 
 
-def require_migrated_schema(revision: str | None) -> None:
+def require_migrated_schema(state: SchemaState) -> None:
     """Server mode never migrates (``wepush migrate`` is the one migration job): on a database that job has
     not brought to this release's revision, the start-up's first query would fail on a missing table or
-    column, as a traceback. Refuse instead, saying what to run."""
-    head = head_revision()
-    if revision != head:
-        found = "has never been migrated" if revision is None else f"is at revision {revision}"
+    column, as a traceback. Refuse instead, saying what to run. A schema a newer release's migration job
+    moved ahead is served as long as that release declared this one fit for it (a rolling upgrade)."""
+    require_usable(state)
+    if state.fit in (SchemaFit.NOT_MIGRATED, SchemaFit.BEHIND):
+        found = "has never been migrated" if state.revision is None else f"is at revision {state.revision}"
         raise StartupRefused(
-            f"database: the schema {found}, and this release needs revision {head}; run 'wepush migrate' "
-            "with this release first"
+            f"database: the schema {found}, and this release needs revision {head_revision()}; run "
+            "'wepush migrate' with this release first"
         )
 
 
@@ -244,8 +247,8 @@ def preflight(config: ServiceConfig) -> None:
     try:
         # A schema a newer release migrated: standalone's start-up upgrade would fail deep in Alembic, and
         # a server-mode instance would never become ready on it.
-        revision = asyncio.run(current_revision_async(config.database.url))
-        check_revision_known(revision)
+        schema = asyncio.run(schema_state_async(config.database.url))
+        require_usable(schema)
         sealed, samples = asyncio.run(_sealed_secrets(config.database.url))
     except UnknownSchemaRevision as exc:
         raise StartupRefused(f"database: {exc}") from None
@@ -260,7 +263,7 @@ def preflight(config: ServiceConfig) -> None:
     if mismatch:
         raise StartupRefused(f"master key: {mismatch}")
     if not config.standalone:
-        require_migrated_schema(revision)
+        require_migrated_schema(schema)
     if config.artifacts.type == "s3":
         try:
             asyncio.run(S3ArtifactStore.from_settings(config.artifacts.s3).check())
@@ -329,7 +332,6 @@ class ServiceRuntime:
     def _checks(self) -> None:
         engine = self.engine
         assert engine is not None
-        head = head_revision()
 
         async def database() -> CheckResult:
             async with engine.connect() as connection:
@@ -337,10 +339,10 @@ class ServiceRuntime:
             return CheckResult("database", True, "reachable")
 
         async def migrations() -> CheckResult:
-            ok = await revision_of(engine) == head
-            return CheckResult(
-                "migrations", ok, "at head" if ok else "schema is not at the expected revision"
-            )
+            # Stays ready on a schema a newer release declared fit for this one: the instances of the
+            # previous release keep serving while a rolling upgrade replaces them (the ADR's expand step).
+            schema = await schema_state_of(engine)
+            return CheckResult("migrations", schema.usable, schema.describe())
 
         async def secrets() -> CheckResult:
             return CheckResult("secrets", self.deps is not None, "master key loaded")
@@ -375,17 +377,23 @@ class ServiceRuntime:
         _register_configured_secrets(config)
         # First, so that a bucket the Service cannot use stops it before anything else starts.
         self.artifact_store = await _artifact_store(config)
-        if config.standalone:
-            # Standalone is its own migration job; server mode runs `wepush migrate` once per release.
-            await upgrade_database_async(config.database.url)
+        # Standalone is its own migration job; server mode runs `wepush migrate` once per release.
+        schema = await upgrade_database_async(config.database.url) if config.standalone else None
         self.engine = create_database(
             config.database.url, pool=PoolSettings(size=config.database.pool_size), echo=config.database.echo
         )
         self.uow = SqlUnitOfWorkFactory(self.engine)
         self._checks()
         try:
-            if not config.standalone:
-                require_migrated_schema(await revision_of(self.engine))
+            if schema is None:
+                schema = await schema_state_of(self.engine)
+                require_migrated_schema(schema)
+            if schema.fit is SchemaFit.AHEAD_COMPATIBLE:
+                _log.warning(
+                    "database schema %s; serving on it until this instance is upgraded",
+                    schema.describe(),
+                    extra={"event": "SCHEMA_AHEAD_COMPATIBLE"},
+                )
             await self._open(self.uow, self.artifact_store)
         except BaseException:
             # A refused start never reaches stop() from the server: release what it opened, pooled

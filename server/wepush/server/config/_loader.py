@@ -360,6 +360,12 @@ def _check_database(document: dict[str, Any]) -> None:
         ) from None
     if backend not in ("sqlite", "postgresql"):
         raise ConfigError(f"wepush.database.url: unsupported database {backend!r}; use sqlite or postgresql")
+    # type defaults to sqlite, so only an explicit postgresql can contradict the URL: a server meant for
+    # PostgreSQL must not quietly run on a SQLite file a stale URL names.
+    if database["type"] == "postgresql" and backend != "postgresql":
+        raise ConfigError(
+            f"wepush.database.url: database.type is postgresql, but the URL names a {backend} database"
+        )
 
 
 def load_config(

@@ -8,6 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from sqlalchemy.engine import make_url
+
 from wepush.server.config._durations import parse_duration
 
 
@@ -160,8 +162,11 @@ def build_config(document: dict[str, Any], data_dir: Path, config_dir: Path) -> 
     imports = root["imports"]
     port = int(server["port"])
     public = server.get("public-base-url") or f"http://{server['bind-address']}:{port}"
-    db_type = database["type"]
     db_url = database.get("url") or f"sqlite+aiosqlite:///{data_dir / 'wepush-next.db'}"
+    # The URL decides (load_config refused the one contradiction a user can state).
+    db_type: Literal["sqlite", "postgresql"] = (
+        "postgresql" if make_url(db_url).get_backend_name() == "postgresql" else "sqlite"
+    )
     return ServiceConfig(
         mode=root["mode"],
         data_dir=data_dir,

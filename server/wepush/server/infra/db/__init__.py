@@ -25,14 +25,18 @@ from ._repo_workspace import SqlApiTokenRepository, SqlSecretRecordRepository, S
 from ._uow import SqlUnitOfWork, SqlUnitOfWorkFactory
 from .engine import PoolSettings, create_database, normalize_database_url
 from .migrate import (
+    SchemaFit,
+    SchemaState,
     UnknownSchemaRevision,
-    check_revision_known,
     current_revision,
     current_revision_async,
     head_revision,
     is_up_to_date,
     is_up_to_date_async,
+    require_usable,
     revision_of,
+    schema_state_async,
+    schema_state_of,
     upgrade_database,
     upgrade_database_async,
 )
@@ -52,6 +56,8 @@ __all__ = [
     "DUPLICATE_ITEM_KEY",
     "DatabaseRecoveryLocks",
     "PoolSettings",
+    "SchemaFit",
+    "SchemaState",
     "SqlAccountRepository",
     "SqlAgentOutboxRepository",
     "SqlAgentRepository",
@@ -75,7 +81,6 @@ __all__ = [
     "SqlWorkspaceRepository",
     "SqliteExecutionLedger",
     "UnknownSchemaRevision",
-    "check_revision_known",
     "create_database",
     "current_revision",
     "current_revision_async",
@@ -85,7 +90,10 @@ __all__ = [
     "is_up_to_date_async",
     "metadata",
     "normalize_database_url",
+    "require_usable",
     "revision_of",
+    "schema_state_async",
+    "schema_state_of",
     "upgrade_database",
     "upgrade_database_async",
 ]

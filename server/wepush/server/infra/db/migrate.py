@@ -1,7 +1,8 @@
 """Schema migrations (Alembic), usable from a source checkout and from the installed wheel.
 
 ``wepush migrate`` is the single migration job: call :func:`upgrade_database`. A Service checks
-:func:`revision_of` on its own engine for readiness and refuses to serve on a schema it does not know.
+:func:`schema_state_of` on its own engine for readiness and refuses to serve on a schema it does not know,
+unless the newer release that migrated it declared this one able to run on it (``_compatibility``).
 The synchronous helpers start their own event loop; inside a running loop use the ``*_async`` ones.
 """
 
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 import wepush
 
+from ._compatibility import SchemaFit, SchemaState, UnknownSchemaRevision, read_schema_state
 from .engine import READ_ONLY_OPTION, create_database
 
 MIGRATIONS_DIR_ENV = "WEPUSH_MIGRATIONS_DIR"
@@ -70,26 +72,17 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
-class UnknownSchemaRevision(RuntimeError):
-    """The database is at a revision this release's migrations do not hold: a newer release migrated it.
-    Nothing here can run on that schema or take it back, so the database is left as it is."""
-
-    def __init__(self, revision: str) -> None:
-        super().__init__(
-            f"the database schema is at revision {revision}, which this release does not know (a newer "
-            "release migrated it); run that release, or restore the database backed up before the upgrade"
-        )
-        self.revision = revision
+def schema_state(connection: Connection) -> SchemaState:
+    """Where the schema behind ``connection`` stands to this release's migrations."""
+    return read_schema_state(connection, str(script_location()))
 
 
-def check_revision_known(revision: str | None) -> None:
-    """Raise :class:`UnknownSchemaRevision` unless ``revision`` is ``None`` (never migrated) or one of
-    this release's revisions."""
-    if revision is None:
-        return
-    known = {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
-    if revision not in known:
-        raise UnknownSchemaRevision(revision)
+def require_usable(state: SchemaState) -> None:
+    """Raise :class:`UnknownSchemaRevision` for a schema a newer release migrated and did not declare
+    this release able to run on."""
+    if state.fit is SchemaFit.AHEAD_INCOMPATIBLE:
+        assert state.revision is not None
+        raise UnknownSchemaRevision(state.revision)
 
 
 def head_revision() -> str:
@@ -99,29 +92,52 @@ def head_revision() -> str:
     return head
 
 
-def _upgrade(connection: Connection, config: Config, revision: str) -> None:
+def _upgrade(connection: Connection, config: Config, revision: str) -> SchemaState:
+    before = schema_state(connection)
     # Alembic would only say "Can't locate revision", from deep inside env.py.
-    check_revision_known(_read_revision(connection))
+    require_usable(before)
+    if before.fit is SchemaFit.AHEAD_COMPATIBLE:
+        # A newer release's migration job ran first (a rolling upgrade): nothing here can move that schema,
+        # and it was declared fit for this release as it is.
+        return before
     config.attributes["connection"] = connection
     command.upgrade(config, revision)
+    return schema_state(connection)
 
 
-async def upgrade_database_async(url: str, revision: str = "head") -> None:
+async def upgrade_database_async(url: str, revision: str = "head") -> SchemaState:
     engine = create_database(url)
     try:
         async with engine.begin() as connection:
-            await connection.run_sync(_upgrade, alembic_config(url), revision)
+            return await connection.run_sync(_upgrade, alembic_config(url), revision)
     finally:
         await engine.dispose()
 
 
-def upgrade_database(url: str, revision: str = "head") -> None:
-    """Migrate the database at ``url`` to ``revision`` (default: the newest) in one transaction."""
-    asyncio.run(upgrade_database_async(url, revision))
+def upgrade_database(url: str, revision: str = "head") -> SchemaState:
+    """Migrate the database at ``url`` to ``revision`` (default: the newest) in one transaction, and say
+    where the schema stands afterwards. A schema a newer release migrated is left as it is: raised as
+    :class:`UnknownSchemaRevision` unless that release declared this one able to run on it."""
+    return asyncio.run(upgrade_database_async(url, revision))
 
 
 def _read_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
+
+
+async def schema_state_of(engine: AsyncEngine) -> SchemaState:
+    """:func:`schema_state` on one of ``engine``'s pooled connections (readiness, start-up)."""
+    async with engine.connect() as connection:
+        connection = await connection.execution_options(**{READ_ONLY_OPTION: True})
+        return await connection.run_sync(schema_state)
+
+
+async def schema_state_async(url: str) -> SchemaState:
+    engine = create_database(url)
+    try:
+        return await schema_state_of(engine)
+    finally:
+        await engine.dispose()
 
 
 async def revision_of(engine: AsyncEngine) -> str | None:
@@ -154,15 +170,20 @@ def is_up_to_date(url: str) -> bool:
 
 __all__ = [
     "MIGRATIONS_DIR_ENV",
+    "SchemaFit",
+    "SchemaState",
     "UnknownSchemaRevision",
     "alembic_config",
-    "check_revision_known",
     "current_revision",
     "current_revision_async",
     "head_revision",
     "is_up_to_date",
     "is_up_to_date_async",
+    "require_usable",
     "revision_of",
+    "schema_state",
+    "schema_state_async",
+    "schema_state_of",
     "script_location",
     "upgrade_database",
     "upgrade_database_async",

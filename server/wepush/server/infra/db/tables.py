@@ -24,6 +24,7 @@ from ._tables_core import (
 )
 from ._tables_records import artifact, audit_event, idempotency_record
 from ._tables_runs import run, run_command, run_event, run_item, run_retry_item
+from ._tables_schema import schema_compatibility
 from ._types import JSON_DOCUMENT, CanonicalJSON, UtcDateTime
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "run_item",
     "run_retry_item",
     "schedule",
+    "schema_compatibility",
     "secret_record",
     "workspace",
     "workspace_member",
