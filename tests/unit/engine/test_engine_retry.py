@@ -67,6 +67,16 @@ async def test_rate_limited_honours_retry_after_else_backs_off() -> None:
     assert calls.times == [0, 7, 9]
 
 
+async def test_a_temporary_failure_waits_at_least_its_retry_after_and_at_least_the_backoff() -> None:
+    # A 503 with Retry-After: before, the engine ignored the delay and called back after the 1 s backoff.
+    h = Harness(count=1)
+    busy = _fail(ErrorCategory.TEMPORARY_REMOTE, retry_after=timedelta(seconds=5))
+    soon = _fail(ErrorCategory.TEMPORARY_REMOTE, retry_after=timedelta(milliseconds=500))
+    calls = _CallTimes(h, [busy, soon, OK])
+    await h.run(FakeProviderFactory(outcome=calls))
+    assert calls.times == [0, 5, 7]  # 5 s as asked; then the 2 s backoff, longer than the 0.5 s asked
+
+
 async def test_attempts_are_bounded_by_max_attempts() -> None:
     h = Harness(count=1)
     provider = FakeProviderFactory(default=_fail(ErrorCategory.TEMPORARY_REMOTE))

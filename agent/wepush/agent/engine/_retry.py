@@ -52,10 +52,14 @@ class RetryRules:
         return result.retryable
 
     def delay(self, result: ProviderResult, attempt: int) -> timedelta:
-        """Provider ``retry_after`` wins for RATE_LIMITED; otherwise exponential backoff plus jitter."""
-        if result.category is ErrorCategory.RATE_LIMITED and result.retry_after is not None:
-            return max(timedelta(0), result.retry_after)
+        """Provider ``retry_after`` wins for RATE_LIMITED; otherwise exponential backoff plus jitter, and
+        never sooner than a ``retry_after`` the provider gave (a 503 with Retry-After: the server said
+        when it expects to be back, and calling earlier only adds to its load)."""
+        requested = None if result.retry_after is None else max(timedelta(0), result.retry_after)
+        if result.category is ErrorCategory.RATE_LIMITED and requested is not None:
+            return requested
         jitter = self.policy.jitter.total_seconds()
         # Jitter spreads retries; it is not security-sensitive, so a seedable PRNG is what tests need.
         extra = self.rng.uniform(0.0, jitter) if jitter > 0 else 0.0
-        return self.policy.backoff(attempt) + timedelta(seconds=extra)
+        backoff = self.policy.backoff(attempt) + timedelta(seconds=extra)
+        return backoff if requested is None else max(backoff, requested)

@@ -7,13 +7,16 @@ written once against the :class:`Stage` protocol and run for every provider.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections import deque
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
 from wepush.agent.engine import (
     ConcurrencyPolicy,
+    ExecutionClock,
     ExecutionPolicies,
     MappingSecretResolver,
     RecipientRecord,
@@ -63,6 +66,7 @@ async def open_session(
     *,
     dry_run: bool = False,
     concurrency: int = 8,
+    clock: ExecutionClock | None = None,
 ) -> ProviderSession:
     return await factory.open(
         ProviderOpenContext(
@@ -74,7 +78,7 @@ async def open_session(
                 concurrency=ConcurrencyPolicy(min=1, max=concurrency, target=concurrency)
             ),
             dry_run=dry_run,
-            clock=SystemClock(),
+            clock=clock if clock is not None else SystemClock(),
         )
     )
 
@@ -84,9 +88,11 @@ async def send(
     record: RecipientRecord,
     message: ConfigDocument,
     token: CancellationToken | None = None,
+    *,
+    deadline: datetime | None = None,
 ) -> ProviderResult:
     request = ProviderSendRequest(
-        "run-std", record.item_id, 1, record, message, f"run-std:{record.item_id}", None
+        "run-std", record.item_id, 1, record, message, f"run-std:{record.item_id}", deadline
     )
     return await session.send(request, token if token is not None else CancellationToken())
 
@@ -193,6 +199,21 @@ class HttpStage:
                 return case.error_answer(case.expired_code, "access_token expired")
             return case.success(request)
         return ScriptedResponse(404, json={"errcode": 404, "errmsg": "no such API"})
+
+    def hold_token_endpoint(self) -> asyncio.Event:
+        """Hold every token request until the returned event is set: a token endpoint that hangs.
+
+        Set the event before the vendor server stops, or its shutdown waits for the held answers.
+        """
+        release = asyncio.Event()
+
+        async def respond(request: RecordedRequest) -> ScriptedResponse:
+            if request.path == self.case.token_path:
+                await release.wait()
+            return self._respond(request)
+
+        self.vendor.respond_with(respond)
+        return release
 
     def sends(self) -> list[RecordedRequest]:
         return [r for r in self.vendor.requests if r.path == self.case.send_path]

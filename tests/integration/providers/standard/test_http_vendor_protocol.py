@@ -75,6 +75,7 @@ async def test_each_vendor_error_code_has_its_documented_category(
         (403, C.AUTHORIZATION, "HTTP_FORBIDDEN"),
         (429, C.RATE_LIMITED, "HTTP_RATE_LIMITED"),
         (502, C.TEMPORARY_REMOTE, "HTTP_SERVER_ERROR"),
+        (503, C.TEMPORARY_REMOTE, "HTTP_SERVER_ERROR"),
         (404, C.PERMANENT_REMOTE, "HTTP_REJECTED"),
         (302, C.PERMANENT_REMOTE, "HTTP_REJECTED"),
     ],
@@ -89,7 +90,8 @@ async def test_http_status_without_a_vendor_code_is_classified(
     result = await stage.send_one()
 
     assert (result.category, result.provider_code) == (category, f"{case.table.prefix}_{suffix}")
-    assert result.retry_after == (timedelta(seconds=7) if status == 429 else None)
+    # RFC 9110 §10.2.3: Retry-After means something on a 429 and a 503 only.
+    assert result.retry_after == (timedelta(seconds=7) if status in {429, 503} else None)
     assert len(stage.sends()) == 1, "redirects are never followed"
 
 
@@ -139,6 +141,62 @@ async def test_a_429_stays_rate_limited_whatever_its_retry_after_says(
         f"{case.table.prefix}_HTTP_RATE_LIMITED",
     )
     assert result.retry_after == expected
+
+
+@pytest.mark.parametrize("case", HTTP_CASES, ids=str)
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        pytest.param({"Retry-After": "42"}, timedelta(seconds=42), id="delta-seconds"),
+        *(pytest.param({"Retry-After": p.values[0]}, p.values[1], id=p.id) for p in ODD_RETRY_AFTER),
+        pytest.param({}, None, id="absent"),
+    ],
+)
+async def test_a_503_is_retried_after_what_its_retry_after_says(
+    case: HttpCase, headers: dict[str, str], expected: timedelta | None, vendor: VendorServer
+) -> None:
+    stage = HttpStage(case, vendor)
+    vendor.enqueue(case.send_path, ScriptedResponse(503, body=b"maintenance", headers=headers))
+
+    result = await stage.send_one()
+
+    assert (result.category, result.provider_code, result.retryable) == (
+        C.TEMPORARY_REMOTE,
+        f"{case.table.prefix}_HTTP_SERVER_ERROR",
+        True,
+    )
+    assert result.retry_after == expected
+
+
+BUSY_ROWS = [
+    pytest.param(case, vendor_code, id=f"{case.provider_id}-{vendor_code}")
+    for case in HTTP_CASES
+    for vendor_code, _code, category in case.vendor_codes()
+    if category is C.TEMPORARY_REMOTE
+]
+
+
+@pytest.mark.parametrize(("case", "vendor_code"), BUSY_ROWS)
+async def test_a_vendor_busy_code_on_a_503_keeps_its_row_and_takes_the_retry_after(
+    case: HttpCase, vendor_code: str, vendor: VendorServer
+) -> None:
+    stage = HttpStage(case, vendor)
+    answer = case.error_answer(vendor_code, "system busy")
+    busy = ScriptedResponse(503, body=answer.payload()[0], headers={"Retry-After": "12"})
+    permanent = next(v for v, _c, category in case.vendor_codes() if category is C.INVALID_REQUEST)
+    refused = ScriptedResponse(
+        503, body=case.error_answer(permanent, "bad").payload()[0], headers={"Retry-After": "12"}
+    )
+    vendor.enqueue(case.send_path, busy, refused)
+
+    retried = await stage.send_one()
+    not_retried = await stage.send_one()
+
+    row = case.table.for_vendor(vendor_code)
+    assert row is not None
+    assert (retried.provider_code, retried.retry_after) == (row.code, timedelta(seconds=12))
+    assert not not_retried.retryable
+    assert not_retried.retry_after is None, "a refusal that is not retried has nothing to wait for"
 
 
 @pytest.mark.parametrize("case", HTTP_CASES, ids=str)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wepush.agent.providers.common import parse_retry_after
-from wepush.agent.providers.spi import ProviderResult
+from wepush.agent.providers.spi import ErrorCategory, ProviderResult
 
 from ._errors import ErrorRow, ErrorTable
 from ._http import VendorResponse
@@ -57,7 +57,15 @@ def status_row(table: ErrorTable, status: int) -> ErrorRow:
     return table.local("HTTP_REJECTED")
 
 
-def _retry_after(response: VendorResponse, now: datetime | None) -> timedelta | None:
+def _retry_after(response: VendorResponse, found: ErrorRow, now: datetime | None) -> timedelta | None:
+    """The ``Retry-After`` delay that counts for ``found``.
+
+    It counts on a rate limit (HTTP 429 or a vendor's rate-limit code) and on a
+    503 worth retrying, where RFC 9110 §10.2.3 lets a server say how long it will
+    be unavailable; on anything else it is ignored.
+    """
+    if found.category is not ErrorCategory.RATE_LIMITED and not (response.status == 503 and found.retryable):
+        return None
     value = next((v for k, v in response.headers.items() if k.lower() == "retry-after"), None)
     return parse_retry_after(value, now or datetime.now(UTC), _MAX_RETRY_AFTER)
 
@@ -98,15 +106,11 @@ def judge(
             return table.fail(
                 found,
                 f"HTTP {status}, {vendor} code {reply.code}" + (f": {detail}" if detail else ""),
-                retry_after=_retry_after(response, now) if found.category.value == "RATE_LIMITED" else None,
+                retry_after=_retry_after(response, found, now),
                 external_request_id=reply.request_id,
             )
     if success_status:
         why = "cut off" if response.truncated else "without a readable result"
         return table.fail(table.local("RESPONSE_UNREADABLE"), f"HTTP {status} {why}; delivery is unconfirmed")
     found = status_row(table, status)
-    return table.fail(
-        found,
-        f"HTTP {status} from {vendor}",
-        retry_after=_retry_after(response, now) if status == 429 else None,
-    )
+    return table.fail(found, f"HTTP {status} from {vendor}", retry_after=_retry_after(response, found, now))

@@ -225,7 +225,8 @@ class TokenVendorSession(VendorSession):
     async def deliver(
         self, http: VendorHttp, rendered: Rendered, request: ProviderSendRequest, token: CancellationToken
     ) -> ProviderResult:
-        access = await self._tokens.current()
+        # The token wait is bounded like the call itself: by the item's deadline and its cancellation.
+        access = await self._tokens.current(deadline=request.deadline, token=token)
         if isinstance(access, ProviderResult):
             return access
         answer = await self._call(http, rendered, request, token, access)
@@ -234,7 +235,7 @@ class TokenVendorSession(VendorSession):
         first = self.reply_of(answer)
         if first is None or first.code not in self._token_codes:
             return self.judge(answer)
-        access = await self._tokens.refresh(access)
+        access = await self._tokens.refresh(access, deadline=request.deadline, token=token)
         if isinstance(access, ProviderResult):
             return access
         answer = await self._call(http, rendered, request, token, access)
@@ -260,5 +261,7 @@ class TokenVendorSession(VendorSession):
         return await http.exchange(outbound, deadline=request.deadline, token=token)
 
     async def close(self) -> None:
-        self._tokens.forget()
-        await super().close()
+        try:
+            await self._tokens.close()
+        finally:
+            await super().close()

@@ -71,6 +71,11 @@ def wechat_rows(prefix: str) -> tuple[ErrorRow, ...]:
             "41004",
         ),
         row(
+            f"{p}_ACCESS_TOKEN_TIMEOUT",
+            C.TEMPORARY_REMOTE,
+            "no access token in time (request timeout or item deadline); nothing was sent",
+        ),
+        row(
             f"{p}_IP_NOT_ALLOWED", C.AUTHORIZATION, "the caller's IP is not on the app's allow list", "40164"
         ),
         row(f"{p}_API_UNAUTHORIZED", C.AUTHORIZATION, "the app may not call this API", "48001", "48004"),

@@ -31,6 +31,11 @@ WECOM_APP_TABLE = ErrorTable(
             "41004",
         ),
         row(
+            "WECOM_APP_ACCESS_TOKEN_TIMEOUT",
+            C.TEMPORARY_REMOTE,
+            "no access token in time (request timeout or item deadline); nothing was sent",
+        ),
+        row(
             "WECOM_APP_IP_NOT_ALLOWED",
             C.AUTHORIZATION,
             "the caller's IP is not trusted by the application",
