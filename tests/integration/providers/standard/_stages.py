@@ -8,11 +8,12 @@ written once against the :class:`Stage` protocol and run for every provider.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from wepush.agent.engine import (
     ConcurrencyPolicy,
@@ -178,6 +179,85 @@ class TokenIssuer:
         self.valid.clear()
 
 
+class BreakingRelay:
+    """A loopback TCP relay in front of a vendor server that breaks the answers to one path.
+
+    Every connection is relayed byte for byte, except that for the next ``times`` requests
+    whose target is ``path`` (each the first request on its connection, as a fresh fetch is)
+    the vendor's answer is broken: ``"cut"`` passes on its head and a few bytes of its body and
+    then aborts the connection (dropped mid-response); ``"garble"`` answers a line that is not
+    HTTP instead. Use as ``async with``.
+    """
+
+    def __init__(self, upstream_port: int, path: str, how: Literal["cut", "garble"], times: int) -> None:
+        self._upstream_port = upstream_port
+        self._path = path.encode("ascii")
+        self._how = how
+        self.remaining = times
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def __aenter__(self) -> BreakingRelay:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in tuple(self._writers):
+            writer.close()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        self._writers.add(client_writer)
+        upstream_writer: asyncio.StreamWriter | None = None
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self._upstream_port)
+            self._writers.add(upstream_writer)
+            head = await client_reader.readuntil(b"\r\n\r\n")
+            upstream_writer.write(head)
+            if head.split(b" ", 2)[1].split(b"?", 1)[0] == self._path and self.remaining > 0:
+                self.remaining -= 1
+                answer = await upstream_reader.readuntil(b"\r\n\r\n")
+                if self._how == "cut":
+                    client_writer.write(answer + await upstream_reader.read(8))
+                else:
+                    client_writer.write(b"SSH-2.0-NotHttp\r\n\r\n")
+                await client_writer.drain()
+                client_writer.transport.abort()
+                return
+            await asyncio.gather(
+                self._pump(client_reader, upstream_writer), self._pump(upstream_reader, client_writer)
+            )
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            for writer in (client_writer, upstream_writer):
+                if writer is not None:
+                    writer.close()
+                    self._writers.discard(writer)
+            self._handlers.discard(task)
+
+    @staticmethod
+    async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while chunk := await reader.read(65536):
+                writer.write(chunk)
+                await writer.drain()
+        finally:
+            writer.close()
+
+
 class HttpStage:
     """An HTTP vendor provider against a :class:`VendorServer` that behaves like the vendor."""
 
@@ -214,6 +294,16 @@ class HttpStage:
 
         self.vendor.respond_with(respond)
         return release
+
+    @contextlib.asynccontextmanager
+    async def break_token_endpoint(
+        self, how: Literal["cut", "garble"], times: int = 1
+    ) -> AsyncIterator[ProviderFactory]:
+        """The provider reaching the vendor through a :class:`BreakingRelay` that breaks the next
+        ``times`` token answers (the vendor still receives those requests and issues tokens)."""
+        assert self.case.token_path is not None
+        async with BreakingRelay(self.vendor.port, self.case.token_path, how, times) as relay:
+            yield self.case.make_factory(relay.base_url)
 
     def sends(self) -> list[RecordedRequest]:
         return [r for r in self.vendor.requests if r.path == self.case.send_path]

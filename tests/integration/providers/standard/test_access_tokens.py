@@ -190,6 +190,67 @@ async def test_a_token_request_timing_out_is_a_retryable_failure_with_nothing_se
 
 
 @pytest.mark.parametrize("case", TOKEN_CASES, ids=str)
+async def test_a_connection_dropped_at_the_token_endpoint_is_a_retryable_failure_with_nothing_sent(
+    case: HttpCase, vendor: VendorServer
+) -> None:
+    stage = HttpStage(case, vendor)
+    message = case.message()
+    async with stage.break_token_endpoint("cut") as factory:
+        session = await open_session(factory, case.account(), message, case.resolver())
+        try:
+            failed = await send(session, case.recipient(1), message)
+            recovered = await send(session, case.recipient(2), message)
+        finally:
+            await session.close()
+
+    # Not the send's own ``*_CONNECTION_LOST`` (not retryable, "may have been delivered"): no message went out.
+    assert (failed.category, failed.provider_code, failed.retryable) == (
+        C.NETWORK,
+        f"{case.table.prefix}_ACCESS_TOKEN_CONNECTION_LOST",
+        True,
+    )
+    assert "nothing was sent" in (failed.diagnostic or "")
+    assert recovered.success, "the next send fetches a token afresh"
+    assert len(stage.token_fetches()) == 2
+    assert [r.query["access_token"] for r in stage.sends()] == [stage.tokens.issued[1]]
+
+
+@pytest.mark.parametrize("case", TOKEN_CASES, ids=str)
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ScriptedResponse(200, body=b"<html>proxy page</html>"),
+        ScriptedResponse(200, json={"errcode": 0, "errmsg": "ok"}),
+        ScriptedResponse(
+            200, body=b'{"access_token": "cut off', headers={"Content-Type": "application/json"}
+        ),
+        "not HTTP",
+    ],
+    ids=["html-page", "no-token", "not-json", "not-http"],
+)
+async def test_a_token_answer_without_a_readable_token_is_a_retryable_failure_with_nothing_sent(
+    case: HttpCase, answer: ScriptedResponse | str, vendor: VendorServer
+) -> None:
+    stage = HttpStage(case, vendor)
+    if isinstance(answer, ScriptedResponse):
+        stage.tokens.grant_answers.append(answer)
+        result = await stage.send_one()
+    else:
+        async with stage.break_token_endpoint("garble") as factory:
+            result = await stage.send_one(factory=factory)
+
+    # Not ``*_RESPONSE_UNREADABLE`` (UNKNOWN, "delivery is unconfirmed"): a token request delivers nothing.
+    assert (result.category, result.provider_code, result.retryable) == (
+        C.TEMPORARY_REMOTE,
+        f"{case.table.prefix}_ACCESS_TOKEN_UNREADABLE",
+        True,
+    )
+    assert "nothing was sent" in (result.diagnostic or "")
+    assert stage.sends() == []
+    assert len(stage.token_fetches()) == 1
+
+
+@pytest.mark.parametrize("case", TOKEN_CASES, ids=str)
 async def test_a_hung_token_endpoint_ends_the_send_at_its_item_deadline(
     case: HttpCase, vendor: VendorServer
 ) -> None:

@@ -10,7 +10,10 @@ for it only within its own item deadline and only until its own cancellation
 token fires: one send giving up never fails the others, and a fetch nobody
 waits for any more is cancelled. Running out of time while waiting is
 ``*_ACCESS_TOKEN_TIMEOUT``: nothing was sent, so it is a plain retryable failure,
-never an unknown outcome.
+never an unknown outcome. The same holds for the token endpoint's other answers
+(:func:`fetch_errcode_token`): a connection dropped mid-request is
+``*_ACCESS_TOKEN_CONNECTION_LOST`` and an answer without a readable token
+``*_ACCESS_TOKEN_UNREADABLE``, never a send's "may have been delivered" row.
 """
 
 from __future__ import annotations
@@ -249,19 +252,33 @@ async def fetch_errcode_token(
     mask: Callable[[str], str],
     credentials_row: ErrorRow,
     timeout_row: ErrorRow,
+    connection_lost_row: ErrorRow,
+    unreadable_row: ErrorRow,
     token_codes: Collection[str],
 ) -> TokenGrant | ProviderResult:
     """Fetch ``{"access_token": ..., "expires_in": ...}`` from a WeChat-style token endpoint.
 
     At the token endpoint the "invalid token" codes (e.g. WeChat's 40001) blame the
     app secret, so they are reported as ``credentials_row`` instead of a token to refresh.
-    A timeout is ``timeout_row``: unlike a send that timed out, no message can have gone out.
+    Unlike a send, a token request cannot hide a delivered message, so none of its outcomes
+    uses a "may have been delivered" row: a timeout is ``timeout_row``, a connection dropped
+    mid-request ``connection_lost_row`` and an UNKNOWN answer (an invalid HTTP response, or a
+    2xx without a readable token) ``unreadable_row``; each says nothing was sent.
     """
     answer = await http.exchange(request)
     if isinstance(answer, ProviderResult):
         if answer.category is ErrorCategory.TIMEOUT:
             return table.fail(
                 timeout_row, f"access token request timed out, nothing was sent: {answer.diagnostic}"
+            )
+        if answer.provider_code == table.local("CONNECTION_LOST").code:
+            return table.fail(
+                connection_lost_row,
+                f"access token request lost its connection, nothing was sent: {answer.diagnostic}",
+            )
+        if answer.category is ErrorCategory.UNKNOWN:
+            return table.fail(
+                unreadable_row, f"access token request failed: {answer.diagnostic}; nothing was sent"
             )
         return answer
     document = answer.json_object()
@@ -279,8 +296,16 @@ async def fetch_errcode_token(
     if reply is not None and reply.code in token_codes:
         return table.fail(credentials_row, f"access token request refused, {vendor} code {reply.code}")
     if reply is not None and reply.ok:
-        return table.fail(table.local("RESPONSE_UNREADABLE"), "access token response carries no token")
+        return table.fail(
+            unreadable_row,
+            f"access token request failed: HTTP {answer.status} carries no token; nothing was sent",
+        )
     result = judge(answer, reply, table, vendor=vendor, mask=mask)
+    if result.category is ErrorCategory.UNKNOWN:
+        why = "cut off" if answer.truncated else "without a readable token"
+        return table.fail(
+            unreadable_row, f"access token request failed: HTTP {answer.status} {why}; nothing was sent"
+        )
     return ProviderResult.failure(
         result.category or table.local("INTERNAL_ERROR").category,
         result.provider_code,
@@ -321,6 +346,8 @@ class TokenVendorFactory(HttpVendorFactory[VendorAccountT, MessageT]):
             mask=credentials.mask,
             credentials_row=table.local("CREDENTIALS_REJECTED"),
             timeout_row=table.local("ACCESS_TOKEN_TIMEOUT"),
+            connection_lost_row=table.local("ACCESS_TOKEN_CONNECTION_LOST"),
+            unreadable_row=table.local("ACCESS_TOKEN_UNREADABLE"),
             token_codes=self.token_codes,
         )
 

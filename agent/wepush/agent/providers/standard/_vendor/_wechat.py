@@ -76,6 +76,16 @@ def wechat_rows(prefix: str) -> tuple[ErrorRow, ...]:
             "no access token in time (request timeout or item deadline); nothing was sent",
         ),
         row(
+            f"{p}_ACCESS_TOKEN_CONNECTION_LOST",
+            C.NETWORK,
+            "the connection to the token endpoint dropped mid-request; nothing was sent",
+        ),
+        row(
+            f"{p}_ACCESS_TOKEN_UNREADABLE",
+            C.TEMPORARY_REMOTE,
+            "the token endpoint answered without a readable access token; nothing was sent",
+        ),
+        row(
             f"{p}_IP_NOT_ALLOWED", C.AUTHORIZATION, "the caller's IP is not on the app's allow list", "40164"
         ),
         row(f"{p}_API_UNAUTHORIZED", C.AUTHORIZATION, "the app may not call this API", "48001", "48004"),

@@ -36,6 +36,16 @@ WECOM_APP_TABLE = ErrorTable(
             "no access token in time (request timeout or item deadline); nothing was sent",
         ),
         row(
+            "WECOM_APP_ACCESS_TOKEN_CONNECTION_LOST",
+            C.NETWORK,
+            "the connection to the token endpoint dropped mid-request; nothing was sent",
+        ),
+        row(
+            "WECOM_APP_ACCESS_TOKEN_UNREADABLE",
+            C.TEMPORARY_REMOTE,
+            "the token endpoint answered without a readable access token; nothing was sent",
+        ),
+        row(
             "WECOM_APP_IP_NOT_ALLOWED",
             C.AUTHORIZATION,
             "the caller's IP is not trusted by the application",
