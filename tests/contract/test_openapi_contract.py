@@ -151,6 +151,7 @@ REQUIRED_OPERATIONS: tuple[tuple[str, str, str, str], ...] = (
     ("get", "/health/live", "getLiveness", "health"),
     ("get", "/health/ready", "getReadiness", "health"),
     ("get", "/api/v1/system/info", "getSystemInfo", "health"),
+    ("get", "/metrics", "getMetrics", "health"),
     ("post", "/internal/agent/v1/enroll", "enrollAgent", "agent_internal"),
     ("get", "/internal/agent/v1/leases/{leaseId}/snapshot", "getLeaseSnapshot", "agent_internal"),
     ("get", "/internal/agent/v1/leases/{leaseId}/audience", "getLeaseAudience", "agent_internal"),
@@ -530,7 +531,7 @@ def test_operation_ids_are_unique_camel_case_and_controllers_are_api_modules() -
 def test_public_and_agent_operations_declare_their_security() -> None:
     for path, _, operation, _ in _operations():
         security = operation.get("security")
-        if path.startswith("/health/") or path == "/api/v1/system/info":
+        if path.startswith("/health/") or path in ("/api/v1/system/info", "/metrics"):
             assert security == [], path
         elif path == "/internal/agent/v1/enroll":
             assert security == [{"EnrollmentToken": []}]

@@ -9,16 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers_app import RunningApp
+from tests.integration.api._support_content import HTTP_CONTENT
 from tests.integration.api._support_runs import World, confirm, seed_world, service, start
 from wepush.agent.providers.testing import RecordedRequest, ScriptedResponse, VendorServer
 
 FAILING = "13800000002"
-MESSAGE = {
-    "method": "POST",
-    "path": "/notify",
-    "headers": {"Content-Type": "application/json"},
-    "bodyTemplate": '{"mobile":"{{mobile}}"}',
-}
+MESSAGE = HTTP_CONTENT
 
 
 def _refuse(mobile: str) -> Any:

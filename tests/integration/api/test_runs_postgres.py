@@ -8,17 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.api._support_content import HTTP_CONTENT
 from tests.integration.api._support_runs import confirm, seed_world, service, start
 from wepush.agent.providers.testing import VendorServer
 
 pytestmark = pytest.mark.postgres
 
-MESSAGE = {
-    "method": "POST",
-    "path": "/notify",
-    "headers": {"Content-Type": "application/json"},
-    "bodyTemplate": '{"mobile":"{{mobile}}"}',
-}
+MESSAGE = HTTP_CONTENT
 
 
 async def test_a_run_executes_and_is_listed_on_postgresql(tmp_path: Path, postgres_url: str) -> None:

@@ -12,6 +12,7 @@ from wepush.agent.engine import (
     ConfigDocument,
     EngineOptions,
     ExecutionEngine,
+    ExecutionObserver,
     ExecutionPolicies,
     ExecutionPorts,
     ItemState,
@@ -83,6 +84,7 @@ class Harness:
         default_factory=lambda: MappingSecretResolver({TOKEN_REF: TOKEN_VALUE})
     )
     redactor: TextRedactor | None = None
+    observer: ExecutionObserver | None = None
 
     def __post_init__(self) -> None:
         if self.source is None:
@@ -92,7 +94,14 @@ class Harness:
     def ports(self) -> ExecutionPorts:
         assert self.source is not None
         return ExecutionPorts(
-            self.source, self.secrets, self.results, self.artifacts, self.events, self.clock, self.redactor
+            self.source,
+            self.secrets,
+            self.results,
+            self.artifacts,
+            self.events,
+            self.clock,
+            self.redactor,
+            self.observer,
         )
 
     def engine(self, provider: FakeProviderFactory, options: EngineOptions | None = None) -> ExecutionEngine:

@@ -244,3 +244,41 @@ async def test_jitter_is_reproducible_with_a_seed_and_within_its_bound() -> None
     first, second, third = runs[0]
     assert 1.0 <= second - first <= 1.5
     assert 2.0 <= third - second <= 2.5
+
+
+class _Observed:
+    """An ExecutionObserver that keeps what it saw."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str | None, ItemState, float]] = []
+        self.retries: list[ErrorCategory | None] = []
+
+    def provider_call(self, result: ProviderResult, state: ItemState, seconds: float) -> None:
+        self.calls.append((result.provider_code, state, seconds))
+
+    def retrying(self, category: ErrorCategory | None) -> None:
+        self.retries.append(category)
+
+
+async def test_the_observer_sees_each_provider_call_with_its_time_and_each_retry_with_its_cause() -> None:
+    observed = _Observed()
+    h = Harness(count=1, observer=observed)
+    calls = _CallTimes(h, [_fail(ErrorCategory.TEMPORARY_REMOTE), _fail(ErrorCategory.NETWORK), OK])
+    await h.run(FakeProviderFactory(outcome=calls, latency=0.25))
+
+    assert observed.calls == [
+        ("TEMPORARY_REMOTE", ItemState.FAILED, 0.25),
+        ("NETWORK", ItemState.FAILED, 0.25),
+        ("OK", ItemState.SUCCEEDED, 0.25),
+    ]
+    assert observed.retries == [ErrorCategory.TEMPORARY_REMOTE, ErrorCategory.NETWORK]
+
+
+async def test_a_retry_the_deadline_rules_out_is_not_reported_as_a_retry() -> None:
+    observed = _Observed()
+    h = Harness(count=1, observer=observed)
+    far = _fail(ErrorCategory.RATE_LIMITED, retry_after=timedelta(minutes=10))
+    await h.run(FakeProviderFactory(default=far))
+
+    assert [state for _, state, _ in observed.calls] == [ItemState.FAILED]
+    assert observed.retries == []

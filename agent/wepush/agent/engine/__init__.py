@@ -51,6 +51,7 @@ from ._policies import (
 from ._ports import (
     ArtifactSink,
     ExecutionClock,
+    ExecutionObserver,
     ExecutionPorts,
     RecipientSource,
     ResultSink,
@@ -133,6 +134,7 @@ __all__ = [
     "ExecutionClock",
     "ExecutionEngine",
     "ExecutionError",
+    "ExecutionObserver",
     "ExecutionPolicies",
     "ExecutionPorts",
     "ItemResult",

@@ -89,6 +89,7 @@ class RunCoordinator:
             sessions=sessions,
             item_timeout=policies.timeout.item,
             run_deadline=self._run_deadline,
+            observer=ports.observer,
         )
         self._control.in_flight = lambda: self._tally.in_flight
         self._control.cancel_in_flight = self._items.cancel_in_flight

@@ -11,7 +11,7 @@ from ._control import RunControl
 from ._deadlines import DeadlineTimers
 from ._enums import ErrorCategory, ItemState
 from ._hotpath import send_request
-from ._ports import ExecutionClock
+from ._ports import ExecutionClock, ExecutionObserver
 from ._provider import CancellationToken, ProviderSendRequest, ProviderSession
 from ._ratelimit import RateLimiter
 from ._recipients import RecipientRecord
@@ -93,6 +93,7 @@ class ItemExecutor:
         sessions: ProviderSessionManager,
         item_timeout: timedelta | None,
         run_deadline: float | None,
+        observer: ExecutionObserver | None = None,
     ) -> None:
         self._run_id = run_id
         self._message_config = message_config
@@ -109,6 +110,7 @@ class ItemExecutor:
         self._item_timeout = item_timeout
         self._run_deadline = run_deadline
         self._flights: set[_Flight] = set()
+        self._observer = observer
         self.retried = 0
 
     @property
@@ -149,6 +151,8 @@ class ItemExecutor:
                     delay = self._rules.delay(last[0], attempts).total_seconds()
                     if not self._fits_deadlines(delay, deadline):
                         break
+                    if self._observer is not None:
+                        self._observer.retrying(last[0].category)
                     self._gate.release()
                     holding = False
                     if not await wait_or_stop(self._clock.sleep(delay), self._stop):
@@ -203,7 +207,13 @@ class ItemExecutor:
                             f"{self._run_id}:{record.item_id}",
                             wall_deadline if self._run_deadline is None else self._request_deadline(deadline),
                         )
-                        called = await self._call(session, request, flight, deadline, task)
+                        observer = self._observer
+                        if observer is None:
+                            called = await self._call(session, request, flight, deadline, task)
+                        else:
+                            began = self._clock.monotonic()
+                            called = await self._call(session, request, flight, deadline, task)
+                            observer.provider_call(called[0], called[1], self._clock.monotonic() - began)
                 finally:
                     if leased and session is not None:
                         sessions.release(session)

@@ -9,14 +9,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from ._enums import ErrorCategory, ItemState
 from ._events import RunEvent
 from ._recipients import RecipientRecord
-from ._results import ArtifactRef, ItemResult
+from ._results import ArtifactRef, ItemResult, ProviderResult
 from ._secrets import SecretResolver
 
 __all__ = [
     "ArtifactSink",
     "ExecutionClock",
+    "ExecutionObserver",
     "ExecutionPorts",
     "RecipientSource",
     "ResultSink",
@@ -95,6 +97,21 @@ class TextRedactor(Protocol):
     def text(self, text: str) -> str: ...
 
 
+class ExecutionObserver(Protocol):
+    """Sees every provider call and every retry of one run, for the host's metrics.
+
+    Called on the event loop in the item's own task: an implementation must not block, await or raise
+    (count and return). ``provider_call`` gets the call's result, the item state it would leave if it
+    were the last attempt, and the seconds the call took on the execution clock; calls that never reached
+    the provider (no session, the run stopping first) are not reported. ``retrying`` is called once per
+    retry about to be made, with the category of the failure being retried.
+    """
+
+    def provider_call(self, result: ProviderResult, state: ItemState, seconds: float) -> None: ...
+
+    def retrying(self, category: ErrorCategory | None) -> None: ...
+
+
 class ExecutionClock(Protocol):
     """All engine timing goes through the clock so tests can drive time without real sleeps.
 
@@ -144,3 +161,6 @@ class ExecutionPorts:
     ITEM_ERROR event or an artifact line. ``None`` keeps the shape rules ``ProviderResult`` applies on
     creation; a host that knows the run's secret values (the embedded agent) passes its redactor, since a
     value such as a password or a webhook token echoed by a vendor has no shape a rule could recognise."""
+    observer: ExecutionObserver | None = None
+    """Metrics of the run's provider calls and retries; ``None`` (the default) costs the hot path nothing
+    but one test per call."""

@@ -72,6 +72,49 @@ export class HealthApi extends runtime.BaseAPI {
     }
 
     /**
+     * Creates request options for getMetrics without sending the request
+     */
+    async getMetricsRequestOpts(): Promise<runtime.RequestOpts> {
+        const queryParameters: any = {};
+
+        const headerParameters: runtime.HTTPHeaders = {};
+
+
+        let urlPath = `/metrics`;
+
+        return {
+            path: urlPath,
+            method: 'GET',
+            headers: headerParameters,
+            query: queryParameters,
+        };
+    }
+
+    /**
+     * What this instance\'s agent counted (provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
+     * Metrics of this instance, in the Prometheus text format
+     */
+    async getMetricsRaw(initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<string>> {
+        const requestOptions = await this.getMetricsRequestOpts();
+        const response = await this.request(requestOptions, initOverrides);
+
+        if (this.isJsonMime(response.headers.get('content-type'))) {
+            return new runtime.JSONApiResponse<string>(response);
+        } else {
+            return new runtime.TextApiResponse(response) as any;
+        }
+    }
+
+    /**
+     * What this instance\'s agent counted (provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
+     * Metrics of this instance, in the Prometheus text format
+     */
+    async getMetrics(initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<string> {
+        const response = await this.getMetricsRaw(initOverrides);
+        return await response.value();
+    }
+
+    /**
      * Creates request options for getReadiness without sending the request
      */
     async getReadinessRequestOpts(): Promise<runtime.RequestOpts> {

@@ -13,6 +13,7 @@ from wepush.server.application.health import HealthService
 from wepush.server.application.imports import ImportService
 from wepush.server.application.jobs import JobService
 from wepush.server.application.messages import MessageService
+from wepush.server.application.metrics import MetricsExporter
 from wepush.server.application.paging import CursorCodec
 from wepush.server.application.providers import ProviderService
 from wepush.server.application.request_budget import RequestBudget
@@ -59,6 +60,8 @@ class StartedServices:
     resources: ResourceServices
     #: API requests each token may make (RATE_LIMITED beyond it).
     budget: RequestBudget
+    #: ``/metrics``; ``None`` when the configuration turned it off.
+    metrics: MetricsExporter | None = None
 
 
 class ServiceNotStarted(RuntimeError):

@@ -68,6 +68,7 @@ from wepush.server.infra.db import (
     UnknownSchemaRevision,
     create_database,
     head_revision,
+    read_stored_figures,
     require_usable,
     schema_state_async,
     schema_state_of,
@@ -76,6 +77,7 @@ from wepush.server.infra.db import (
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
 from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
 from wepush.server.infra.logging import current_trace_id, get_redactor
+from wepush.server.infra.metrics import PrometheusMetrics
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyError, MasterKeyRing
 
 _log = logging.getLogger("wepush.server")
@@ -327,6 +329,7 @@ class ServiceRuntime:
     import_retention: asyncio.Task[None] | None = None
     abandoned_uploads: asyncio.Task[None] | None = None
     artifact_retention: asyncio.Task[None] | None = None
+    metrics: PrometheusMetrics | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
 
     def _checks(self) -> None:
@@ -448,7 +451,11 @@ class ServiceRuntime:
             artifacts=artifacts,
             sse_heartbeat=config.events.sse_heartbeat,
         )
+        engine = self.engine
+        if config.metrics.enabled and engine is not None:
+            self.metrics = PrometheusMetrics(lambda now: read_stored_figures(engine, now), utc_now)
         self.services.started = StartedServices(
+            metrics=self.metrics,
             auth=TokenAuthenticator(uow_factory, hasher, utc_now, auditor=self.deps.auditor),
             cursors=CursorCodec(keys.cursor_key),
             resources=ResourceServices.build(self.deps, run_ports=run_ports),
@@ -498,6 +505,7 @@ class ServiceRuntime:
             agent_version=_version(),
             redactor=get_redactor(),
             recovery_locks=DatabaseRecoveryLocks(self.engine) if self.engine is not None else None,
+            metrics=self.metrics,
         )
 
     async def _audit_rejected_plugins(self, workspace_id: str) -> None:

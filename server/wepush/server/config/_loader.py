@@ -70,6 +70,7 @@ _DEFAULTS: dict[str, Any] = {
         },
         "events": {"progress-interval": "PT1S", "batch-size": 100, "sse-heartbeat": "PT15S"},
         "logging": {"level": "INFO", "format": "json"},
+        "metrics": {"enabled": True},
         "plugins": {"directory": "${WEPUSH_DATA_DIR}/plugins", "trusted-keys": [], "developer-mode": False},
         "imports": {
             "max-bytes": 512 * 1024 * 1024,

@@ -90,6 +90,11 @@ class LoggingSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsSettings:
+    enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
 class PluginSettings:
     directory: Path
     trusted_keys: tuple[str, ...]
@@ -121,6 +126,7 @@ class ServiceConfig:
     logging: LoggingSettings
     plugins: PluginSettings
     imports: ImportSettings
+    metrics: MetricsSettings
     document: dict[str, Any] = field(repr=False, compare=False)
 
     @property
@@ -221,6 +227,7 @@ def build_config(document: dict[str, Any], data_dir: Path, config_dir: Path) -> 
             sse_heartbeat=parse_duration(events["sse-heartbeat"]),
         ),
         logging=LoggingSettings(level=logging_["level"], format=logging_["format"]),
+        metrics=MetricsSettings(enabled=bool(root["metrics"]["enabled"])),
         plugins=PluginSettings(
             directory=Path(plugins.get("directory") or data_dir / "plugins"),
             trusted_keys=tuple(plugins["trusted-keys"]),

@@ -107,6 +107,16 @@ class EventSettings(BaseModel):
     )
 
 
+class MetricsSettings(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    enabled: bool | None = Field(
+        True,
+        description="Serve GET /metrics (Prometheus text format) without a credential, as the health probes are: counts and durations per provider, run state, agent and artifact type, never ids, names of resources or secrets. Turn it off, or restrict the path at a reverse proxy, where the port is reachable by untrusted clients.",
+    )
+
+
 class TrustedKey(RootModel[str]):
     root: str = Field(..., pattern="^[A-Za-z0-9+/]{43}=$")
 
@@ -348,6 +358,7 @@ class WePushSettings(BaseModel):
     security: SecuritySettings | None = Field({}, validate_default=True)
     events: EventSettings | None = Field({}, validate_default=True)
     logging: LoggingSettings | None = Field({}, validate_default=True)
+    metrics: MetricsSettings | None = Field({}, validate_default=True)
     plugins: PluginSettings | None = Field({}, validate_default=True)
     imports: ImportSettings | None = Field({}, validate_default=True)
 

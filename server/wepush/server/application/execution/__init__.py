@@ -30,6 +30,7 @@ from ._events import EventGapError, FencedRunEventSink, move_run, path_to
 from ._execution import ExecutionContext, RunExecution
 from ._fence import LeaseGuard, TransactionScope, plain_transactions, retrying
 from ._ledger import ExecutionLedger, UnitOfWorkLedger
+from ._metrics import ExecutionMetrics, RunMeter
 from ._notifier import HintListener, RunAvailabilityNotifier
 from ._policies import (
     InvalidPolicies,
@@ -87,6 +88,7 @@ __all__ = [
     "EventGapError",
     "ExecutionContext",
     "ExecutionLedger",
+    "ExecutionMetrics",
     "FencedResultSink",
     "FencedRunEventSink",
     "HintListener",
@@ -110,6 +112,7 @@ __all__ = [
     "RunAvailabilityNotifier",
     "RunExecution",
     "RunLog",
+    "RunMeter",
     "RunRecovery",
     "RunSnapshot",
     "SettledItems",

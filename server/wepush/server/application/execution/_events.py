@@ -29,6 +29,7 @@ from wepush.server.domain import (
 
 from ._artifacts import RunLog, log_line
 from ._fence import LeaseGuard
+from ._metrics import RunMeter
 
 __all__ = [
     "EventGapError",
@@ -126,8 +127,10 @@ class FencedRunEventSink:
         log: RunLog,
         clock: Callable[[], datetime],
         planned_total: int = 0,
+        meter: RunMeter | None = None,
     ) -> None:
         self._guard = guard
+        self._meter = meter
         self._planned_total = planned_total
         self._workspace_id = workspace_id
         self._run_id = run_id
@@ -181,6 +184,9 @@ class FencedRunEventSink:
                 await move_run(uow, self._workspace_id, self._run_id, target, reason)
             elif event.type == RunEventType.PROGRESS.value:
                 self._counts = counts_from(event.data, self._counts)
+                if self._meter is not None:
+                    # Stored events only, each once: a batch the engine publishes again is not recounted.
+                    self._meter.progress(self._counts, int(event.data.get("inFlight", 0)))
                 await uow.runs.record_progress(
                     self._workspace_id,
                     self._run_id,

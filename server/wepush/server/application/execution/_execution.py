@@ -46,6 +46,7 @@ from ._commands import ack_message, engine_command, pending_commands
 from ._events import FencedRunEventSink, draft_of, move_run, path_to
 from ._fence import LeaseGuard, retrying
 from ._ledger import ExecutionLedger, UnitOfWorkLedger
+from ._metrics import ExecutionMetrics, RunMeter
 from ._recipients import RecipientScope, SnapshotRecipientSource
 from ._results import FencedResultSink
 from ._secrets import RegisteredSecrets, StoredSecretResolver
@@ -77,6 +78,7 @@ class ExecutionContext:
     redactor: SecretScrubber = field(default_factory=SecretMasker)
     """The Service's redactor: the run log goes through it and the run's secrets are registered with it.
     The default applies the shared rules only; the composition root passes the logging one."""
+    metrics: ExecutionMetrics | None = None
 
 
 def _final_reason(
@@ -118,6 +120,11 @@ class RunExecution:
         self.final_state: RunState | None = None
         self._owned: list[ResultArtifacts | RunLog] = []
         self._secrets: RegisteredSecrets | None = None
+        metrics = context.metrics
+        # A dry run sends nothing: counting its items as succeeded would inflate what was delivered.
+        self._meter: RunMeter | None = (
+            None if metrics is None or run.dry_run else metrics.meter(run.provider_id)
+        )
 
     @property
     def run_id(self) -> str:
@@ -149,6 +156,9 @@ class RunExecution:
                 for owned in self._owned:
                     await owned.abandon()
             finally:
+                if self._meter is not None:
+                    # However the execution ended, none of its calls is in flight here any more.
+                    self._meter.finished(None)
                 # Last: until the run has fully ended something may still log a value it resolved.
                 if self._secrets is not None:
                     self._secrets.release()
@@ -173,6 +183,7 @@ class RunExecution:
             log=log,
             clock=self._ctx.clock,
             planned_total=snapshot.audience.recipient_count,
+            meter=self._meter,
         )
         ledger = self._ctx.ledger if self._ctx.ledger is not None else UnitOfWorkLedger(self._ctx.uow)
         stored = StoredSecretResolver(
@@ -193,6 +204,7 @@ class RunExecution:
             # Item diagnostics and response bodies become results, events and artifacts: mask the
             # values this run resolved in them too, not only the shapes the rules know.
             redactor=self._ctx.redactor,
+            observer=None if self._meter is None else self._meter.observer,
         )
         try:
             self._handle = await self._ctx.engine.start(spec, ports)
@@ -318,6 +330,8 @@ class RunExecution:
                 )
                 await uow.run_commands.record_ack(command.command_id, applied=applied, result_message=message)
         self.final_state = final
+        if self._meter is not None:
+            self._meter.finished(counts)
         _log.info("run %s: finished %s", self.run_id, final.value, extra={"event": "RUN_FINISHED"})
 
     async def _fail_before_start(self, scope: RecipientScope, log: RunLog, code: str, message: str) -> None:

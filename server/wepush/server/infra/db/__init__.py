@@ -22,6 +22,7 @@ from ._repo_resources import (
 )
 from ._repo_runs import SqlRunItemRepository, SqlRunRepository
 from ._repo_workspace import SqlApiTokenRepository, SqlSecretRecordRepository, SqlWorkspaceRepository
+from ._stored_figures import AgentFigures, StoredFigures, read_stored_figures
 from ._uow import SqlUnitOfWork, SqlUnitOfWorkFactory
 from .engine import PoolSettings, create_database, normalize_database_url
 from .migrate import (
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DUPLICATE_ITEM_KEY",
+    "AgentFigures",
     "DatabaseRecoveryLocks",
     "PoolSettings",
     "SchemaFit",
@@ -80,6 +82,7 @@ __all__ = [
     "SqlUnitOfWorkFactory",
     "SqlWorkspaceRepository",
     "SqliteExecutionLedger",
+    "StoredFigures",
     "UnknownSchemaRevision",
     "create_database",
     "current_revision",
@@ -90,6 +93,7 @@ __all__ = [
     "is_up_to_date_async",
     "metadata",
     "normalize_database_url",
+    "read_stored_figures",
     "require_usable",
     "revision_of",
     "schema_state_async",

@@ -35,6 +35,7 @@ from wepush.server.application.execution import (
     EXECUTING_STATES,
     ArtifactStore,
     ExecutionContext,
+    ExecutionMetrics,
     HintListener,
     RecoveryLocks,
     RunAvailabilityNotifier,
@@ -82,6 +83,7 @@ class EmbeddedAgent:
         agent_version: str = "0.0.0",
         redactor: SecretScrubber | None = None,
         recovery_locks: RecoveryLocks | None = None,
+        metrics: ExecutionMetrics | None = None,
     ) -> None:
         """``recovery_locks`` must span every instance sharing the database (the default spans only this
         process, enough for standalone). ``redactor`` defaults to the process-wide logging one: the run log goes through it and each
@@ -108,6 +110,7 @@ class EmbeddedAgent:
             settle_batch_size=s.settle_batch_size,
             ledger=self._ledger,
             redactor=redactor if redactor is not None else get_redactor(),
+            metrics=metrics,
         )
         self._recovery = RunRecovery(
             uow=uow,
