@@ -205,6 +205,7 @@ def test_the_database_type_follows_the_url_when_only_the_url_is_given(tmp_path: 
         }
     )
     assert config.database.type == "postgresql"
+    assert "type: postgresql" in render_effective_config(config)  # before, the default said sqlite
     assert load_config(environ={"WEPUSH_DATA_DIR": str(tmp_path)}).database.type == "sqlite"
 
 

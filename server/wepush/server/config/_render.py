@@ -45,6 +45,8 @@ def render_effective_config(config: ServiceConfig) -> str:
     """YAML text of the effective configuration, secrets masked, derived paths filled in."""
     document = _mask(config.document)
     document["wepush"]["database"]["url"] = _mask_url(config.database.url)
+    # The URL decides the database; the printed type says which one it chose.
+    document["wepush"]["database"]["type"] = config.database.type
     document["wepush"]["server"]["public-base-url"] = config.server.public_base_url
     rendered: str = yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
     return rendered
