@@ -140,3 +140,22 @@ async def test_a_dry_run_adds_no_item_results(tmp_path: Path) -> None:
     # Nothing was delivered, so nothing is counted as succeeded; the run itself is still a run that ended.
     assert not [name for name, _ in samples if name.startswith(("wepush_run_items", "wepush_provider_"))]
     assert _at(samples, "wepush_runs_total", state="SUCCEEDED", provider=HTTP) == 1
+
+
+async def test_http_requests_are_counted_per_contract_operation_never_per_path(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        listed = await app.client.get("/api/v1/workspaces", headers=app.admin())
+        anonymous = await app.client.get("/api/v1/workspaces")
+        # Paths no operation matches share one label, whatever a scanner tries.
+        for attempt in ("/wp-login.php", "/api/v1/no-such-thing/1", "/api/v1/no-such-thing/2"):
+            assert (await app.client.get(attempt)).status_code == 404
+        _, samples = await _scrape(app)
+
+    requests = "wepush_http_requests_total"
+    assert (listed.status_code, anonymous.status_code) == (200, 401)
+    assert _at(samples, requests, operation="listWorkspaces", method="GET", status="200") == 1
+    assert _at(samples, requests, operation="listWorkspaces", method="GET", status="401") == 1
+    assert _at(samples, requests, operation="unmatched", method="GET", status="404") == 3
+    assert _at(samples, "wepush_http_request_duration_seconds_count", operation="listWorkspaces") == 2
+    operations = {dict(labels).get("operation") for name, labels in samples if name == requests}
+    assert operations == {"listWorkspaces", "unmatched"}  # this scrape is counted once it has answered

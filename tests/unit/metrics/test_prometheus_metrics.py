@@ -166,6 +166,7 @@ async def test_every_family_is_labelled_by_low_cardinality_names_never_by_ids() 
     meter.observer.provider_call(ProviderResult.ok(), ItemState.SUCCEEDED, 0.01)
     meter.observer.retrying(ErrorCategory.NETWORK)
     meter.progress(RunCounts(total=1, succeeded=1), in_flight=0)
+    metrics.request_finished("listWorkspaces", "GET", 200, 0.002)
 
     samples = await _exposed(metrics)
     labels: dict[str, set[str]] = {}
@@ -187,4 +188,8 @@ async def test_every_family_is_labelled_by_low_cardinality_names_never_by_ids() 
         "wepush_agent_active_runs": {"agent"},
         "wepush_event_outbox_size": {"agent"},
         "wepush_artifact_upload_bytes_total": {"type"},
+        "wepush_http_requests_total": {"operation", "method", "status"},
+        "wepush_http_request_duration_seconds_bucket": {"operation", "le"},
+        "wepush_http_request_duration_seconds_count": {"operation"},
+        "wepush_http_request_duration_seconds_sum": {"operation"},
     }

@@ -301,7 +301,7 @@ class HealthApi:
     ) -> str:
         """Metrics of this instance, in the Prometheus text format
 
-        What this instance's agent counted (provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
+        What this instance counted (HTTP requests per operation; from its agent, provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are operation ids, providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
 
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
@@ -366,7 +366,7 @@ class HealthApi:
     ) -> ApiResponse[str]:
         """Metrics of this instance, in the Prometheus text format
 
-        What this instance's agent counted (provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
+        What this instance counted (HTTP requests per operation; from its agent, provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are operation ids, providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
 
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
@@ -431,7 +431,7 @@ class HealthApi:
     ) -> RESTResponseType:
         """Metrics of this instance, in the Prometheus text format
 
-        What this instance's agent counted (provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
+        What this instance counted (HTTP requests per operation; from its agent, provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are operation ids, providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
 
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request

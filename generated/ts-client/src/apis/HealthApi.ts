@@ -91,7 +91,7 @@ export class HealthApi extends runtime.BaseAPI {
     }
 
     /**
-     * What this instance\'s agent counted (provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
+     * What this instance counted (HTTP requests per operation; from its agent, provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are operation ids, providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
      * Metrics of this instance, in the Prometheus text format
      */
     async getMetricsRaw(initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<string>> {
@@ -106,7 +106,7 @@ export class HealthApi extends runtime.BaseAPI {
     }
 
     /**
-     * What this instance\'s agent counted (provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
+     * What this instance counted (HTTP requests per operation; from its agent, provider requests, their durations and retries, item results, calls in flight) and figures read from the database every instance shares (finished runs, expired leases, agents, outbox, artifact bytes). Labels are operation ids, providers, states, categories, agent names and artifact types: never run, item or resource ids, and never secrets. No credential, like the health probes; `wepush.metrics.enabled: false` turns it off (404).
      * Metrics of this instance, in the Prometheus text format
      */
     async getMetrics(initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<string> {

@@ -13,7 +13,7 @@ from wepush.server.application.health import HealthService
 from wepush.server.application.imports import ImportService
 from wepush.server.application.jobs import JobService
 from wepush.server.application.messages import MessageService
-from wepush.server.application.metrics import MetricsExporter
+from wepush.server.application.metrics import InstanceMetrics
 from wepush.server.application.paging import CursorCodec
 from wepush.server.application.providers import ProviderService
 from wepush.server.application.request_budget import RequestBudget
@@ -61,7 +61,7 @@ class StartedServices:
     #: API requests each token may make (RATE_LIMITED beyond it).
     budget: RequestBudget
     #: ``/metrics``; ``None`` when the configuration turned it off.
-    metrics: MetricsExporter | None = None
+    metrics: InstanceMetrics | None = None
 
 
 class ServiceNotStarted(RuntimeError):

@@ -33,6 +33,7 @@ from wepush.server.api.middleware import (
     BodyLimitOverride,
     BodySizeLimitMiddleware,
     ChunkedBodyMiddleware,
+    HttpMetricsMiddleware,
     MediaTypeMiddleware,
     ProblemCorsMiddleware,
     RelativeRedirectMiddleware,
@@ -51,6 +52,7 @@ from wepush.server.application.execution import ArtifactRetention, ArtifactStore
 from wepush.server.application.health import CheckResult, HealthService
 from wepush.server.application.import_retention import ImportRetention
 from wepush.server.application.imports import AbandonedUploads
+from wepush.server.application.metrics import RequestMetrics
 from wepush.server.application.paging import CursorCodec
 from wepush.server.application.request_budget import RequestBudget
 from wepush.server.application.runs import RunPorts
@@ -554,7 +556,10 @@ def _is_import_upload(path: str) -> bool:
     return "/audiences/" in path and "/imports/" in path and path.endswith("/content")
 
 
-def _wrap(config: ServiceConfig) -> Callable[[ASGIApp], ASGIApp]:
+def _wrap(config: ServiceConfig, services: ApplicationServices) -> Callable[[ASGIApp], ASGIApp]:
+    def metrics() -> RequestMetrics | None:
+        return None if services.started is None else services.started.metrics
+
     def wrap(app: ASGIApp) -> ASGIApp:
         wrapped: ASGIApp = BodySizeLimitMiddleware(
             MediaTypeMiddleware(ChunkedBodyMiddleware(app)),
@@ -565,7 +570,8 @@ def _wrap(config: ServiceConfig) -> Callable[[ASGIApp], ASGIApp]:
         if cors is not None:
             wrapped = ProblemCorsMiddleware(wrapped, **cors)
         wrapped = SecurityHeadersMiddleware(RelativeRedirectMiddleware(wrapped))
-        return TraceIdMiddleware(wrapped)
+        # Outside every refusal (body limit, media type, CORS), so those requests are counted too.
+        return TraceIdMiddleware(HttpMetricsMiddleware(wrapped, metrics))
 
     return wrap
 
@@ -587,4 +593,4 @@ def build_service_app(
         finally:
             await runtime.stop()
 
-    return create_app(services, lifespan=lifespan, wrap=_wrap(config)), runtime
+    return create_app(services, lifespan=lifespan, wrap=_wrap(config, services)), runtime

@@ -10,6 +10,7 @@ from wepush.server.api.middleware._body_limit import (
 )
 from wepush.server.api.middleware._chunked_body import ChunkedBodyMiddleware
 from wepush.server.api.middleware._cors import CorsOptions, ProblemCorsMiddleware, cors_middleware_options
+from wepush.server.api.middleware._http_metrics import UNMATCHED_OPERATION, HttpMetricsMiddleware
 from wepush.server.api.middleware._media_type import MediaTypeMiddleware
 from wepush.server.api.middleware._problem import PROBLEM_CONTENT_TYPE, problem_body, send_problem
 from wepush.server.api.middleware._redirects import RelativeRedirectMiddleware
@@ -27,10 +28,12 @@ __all__ = [
     "DOCS_CONTENT_SECURITY_POLICY",
     "PROBLEM_CONTENT_TYPE",
     "TRACE_ID_HEADER",
+    "UNMATCHED_OPERATION",
     "BodyLimitOverride",
     "BodySizeLimitMiddleware",
     "ChunkedBodyMiddleware",
     "CorsOptions",
+    "HttpMetricsMiddleware",
     "MediaTypeMiddleware",
     "ProblemCorsMiddleware",
     "RelativeRedirectMiddleware",

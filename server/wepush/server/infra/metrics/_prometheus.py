@@ -2,9 +2,9 @@
 
 Two kinds of figures, told apart in ``docs/api.md``:
 
-* **Counted by this instance's agent** (add them up across instances): provider requests, their durations
-  and retries (from the engine's ``ExecutionObserver``), item results and calls in flight (from the run
-  progress each execution stores).
+* **Counted by this instance** (add them up across instances): HTTP requests per operation; and from its
+  agent, provider requests, their durations and retries (from the engine's ``ExecutionObserver``), item
+  results and calls in flight (from the run progress each execution stores).
 * **Read from the shared database at each scrape** (the same on every instance; take one, or ``max``):
   runs per state, expired leases, the live agents' heartbeat age, active runs and outbox, artifact bytes.
 
@@ -48,7 +48,7 @@ _RESULTS = ("succeeded", "failed", "unknown", "unsent", "skipped")
 
 
 class PrometheusMetrics:
-    """Both the agent's ``ExecutionMetrics`` and the API's ``MetricsExporter``. ``read_figures`` reads the
+    """The agent's ``ExecutionMetrics`` and the API's ``InstanceMetrics`` (requests and exposition). ``read_figures`` reads the
     shared database (``None``: this instance's own figures only)."""
 
     def __init__(
@@ -88,6 +88,20 @@ class PrometheusMetrics:
         self._inflight = Gauge(
             "wepush_run_inflight", "Provider calls in flight, per provider.", ["provider"], registry=registry
         )
+        self._http_requests = Counter(
+            "wepush_http_requests",
+            "HTTP requests answered, by the contract's operation id (unmatched: no operation).",
+            ["operation", "method", "status"],
+            registry=registry,
+        )
+        self._http_durations = Histogram(
+            "wepush_http_request_duration_seconds",
+            "How long HTTP requests took to answer (an event stream: until it ended).",
+            ["operation"],
+            buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+        self._http_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self._stored = _StoredFiguresCollector()
         registry.register(self._stored)
         self._read_figures = read_figures
@@ -98,6 +112,19 @@ class PrometheusMetrics:
 
     def meter(self, provider_id: str) -> _RunMeter:
         return _RunMeter(self, provider_id)
+
+    # ------------------------------------------------------------------ RequestMetrics
+
+    def request_finished(self, operation: str, method: str, status: int, seconds: float) -> None:
+        key = (operation, method, status)
+        children = self._http_children.get(key)
+        if children is None:
+            children = self._http_children[key] = (
+                self._http_requests.labels(operation, method, str(status)),
+                self._http_durations.labels(operation),
+            )
+        children[0].inc()
+        children[1].observe(max(0.0, seconds))
 
     # ------------------------------------------------------------------ MetricsExporter
 
