@@ -5,6 +5,7 @@ counted and what the shared database holds, on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from tests.helpers_app import RunningApp
 from tests.integration.api._support_content import HTTP_CONTENT
 from tests.integration.api._support_runs import World, confirm, seed_world, service, start
 from wepush.agent.providers.testing import RecordedRequest, ScriptedResponse, VendorServer
+from wepush.server.infra.db import head_revision
 
 REFUSED, BUSY = "13800000002", "13800000003"
 HTTP = "wepush.http"
@@ -91,6 +93,12 @@ def _assert_the_run_is_told(app: RunningApp, content_type: str, samples: Samples
     assert age >= 0
     assert _at(samples, "wepush_agent_active_runs", agent=agent) == 0
     assert (_at(samples, "wepush_artifact_upload_bytes_total", type="FAILED_ITEMS") or 0) > 0
+    build = {
+        "version": metadata.version("wepush-next"),
+        "mode": "standalone",
+        "schema_revision": head_revision(),
+    }
+    assert _at(samples, "wepush_build_info", **build) == 1
 
 
 async def test_a_run_is_told_by_the_metrics_of_the_instance_that_sent_it(tmp_path: Path) -> None:

@@ -161,7 +161,8 @@ async def test_every_family_is_labelled_by_low_cardinality_names_never_by_ids() 
     async def read(now: datetime) -> StoredFigures:
         return _figures()
 
-    metrics = PrometheusMetrics(read, lambda: NOW)
+    build = {"version": "1.2.3", "mode": "server", "schema_revision": "0007_schema_compatibility"}
+    metrics = PrometheusMetrics(read, lambda: NOW, build=build)
     meter = metrics.meter(HTTP)
     meter.observer.provider_call(ProviderResult.ok(), ItemState.SUCCEEDED, 0.01)
     meter.observer.retrying(ErrorCategory.NETWORK)
@@ -192,4 +193,6 @@ async def test_every_family_is_labelled_by_low_cardinality_names_never_by_ids() 
         "wepush_http_request_duration_seconds_bucket": {"operation", "le"},
         "wepush_http_request_duration_seconds_count": {"operation"},
         "wepush_http_request_duration_seconds_sum": {"operation"},
+        "wepush_build_info": {"version", "mode", "schema_revision"},
     }
+    assert _at(samples, "wepush_build_info", **build) == 1

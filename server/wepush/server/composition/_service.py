@@ -455,7 +455,11 @@ class ServiceRuntime:
         )
         engine = self.engine
         if config.metrics.enabled and engine is not None:
-            self.metrics = PrometheusMetrics(lambda now: read_stored_figures(engine, now), utc_now)
+            self.metrics = PrometheusMetrics(
+                lambda now: read_stored_figures(engine, now),
+                utc_now,
+                build={"version": _version(), "mode": config.mode, "schema_revision": head_revision()},
+            )
         self.services.started = StartedServices(
             metrics=self.metrics,
             auth=TokenAuthenticator(uow_factory, hasher, utc_now, auditor=self.deps.auditor),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import datetime
 
 from prometheus_client import (
@@ -55,7 +55,10 @@ class PrometheusMetrics:
         self,
         read_figures: Callable[[datetime], Awaitable[StoredFigures]] | None,
         clock: Callable[[], datetime],
+        build: Mapping[str, str] | None = None,
     ) -> None:
+        """``build`` labels ``wepush_build_info`` (version, mode, schema revision): during a rolling
+        upgrade it tells which instances already run the new release."""
         # The *_created series double the exposition for a timestamp Prometheus does not need.
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
@@ -102,6 +105,10 @@ class PrometheusMetrics:
             registry=registry,
         )
         self._http_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        if build:
+            Gauge(
+                "wepush_build_info", "This instance's release; always 1.", list(build), registry=registry
+            ).labels(*build.values()).set(1)
         self._stored = _StoredFiguresCollector()
         registry.register(self._stored)
         self._read_figures = read_figures
