@@ -277,6 +277,34 @@ async def test_overrides_cannot_widen_the_jobs_concurrency_range(tmp_path: Path)
     assert body["errors"][0]["field"] == "/policyOverrides/concurrency/target"
 
 
+async def test_an_override_duration_too_long_to_read_is_a_validation_error_naming_it(tmp_path: Path) -> None:
+    """The contract's Duration pattern admits more than a timedelta holds; with a jitter beside it the
+    duration is read before the policies are validated, and that read must answer 400, not 500."""
+    huge = "P99999999999999D"
+    cases = [
+        ({"initialDelay": huge, "jitter": "PT1S"}, "/policyOverrides/retry/initialDelay"),
+        ({"initialDelay": "PT1S", "jitter": huge}, "/policyOverrides/retry/jitter"),
+    ]
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        answers = []
+        for index, (retry, field) in enumerate(cases):
+            body = {"policyOverrides": {"retry": retry}}
+            answers.append(
+                (
+                    await app.client.post(world.job_url("run-confirmation"), headers=app.admin(), json=body),
+                    field,
+                )
+            )
+            answers.append((await start(app, world, {**body, "dryRun": True}, key=f"huge-{index}"), field))
+    for response, field in answers:
+        assert response.status_code == 400, response.text
+        assert response.headers["content-type"].startswith("application/problem+json")
+        problem = response.json()
+        assert problem["code"] == "VALIDATION_FAILED"
+        assert [(e["field"], e["code"]) for e in problem["errors"]] == [(field, "MALFORMED")]
+
+
 async def test_a_viewer_cannot_start_a_run(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         world = await seed_world(app)

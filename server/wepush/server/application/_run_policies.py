@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from wepush.agent.engine import format_duration, parse_duration
+from wepush.server.application.execution import InvalidPolicies
 from wepush.server.domain import JsonObject
 
 _DEFAULT_INITIAL_DELAY = timedelta(seconds=1)
@@ -36,9 +37,18 @@ def api_policies(snapshot_policies: Mapping[str, Any]) -> JsonObject:
     return doc
 
 
+def _duration(text: str, where: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        # The contract's pattern admits durations longer than a timedelta holds (P99999999999999D).
+        raise InvalidPolicies([(where, "MALFORMED", str(error))]) from None
+
+
 def spec_overrides(overrides: Mapping[str, Any] | None, base: Mapping[str, Any]) -> JsonObject | None:
     """API-shaped ``policyOverrides`` → snapshot shape. A Duration jitter becomes its fraction of the
-    effective initial delay (from the overrides, else from ``base``, the job's policies)."""
+    effective initial delay (from the overrides, else from ``base``, the job's policies). A duration that
+    cannot be read raises :class:`InvalidPolicies` naming it (``retry.initialDelay``)."""
     if overrides is None:
         return None
     doc: JsonObject = {k: dict(v) if isinstance(v, Mapping) else v for k, v in overrides.items()}
@@ -46,8 +56,10 @@ def spec_overrides(overrides: Mapping[str, Any] | None, base: Mapping[str, Any])
     if isinstance(retry, dict) and isinstance(retry.get("jitter"), str):
         base_retry = base.get("retry") if isinstance(base.get("retry"), Mapping) else {}
         initial_text = retry.get("initialDelay") or (base_retry or {}).get("initialDelay")
-        initial = parse_duration(str(initial_text)) if initial_text else _DEFAULT_INITIAL_DELAY
-        jitter = parse_duration(retry["jitter"])
+        initial = (
+            _duration(str(initial_text), "retry.initialDelay") if initial_text else _DEFAULT_INITIAL_DELAY
+        )
+        jitter = _duration(retry["jitter"], "retry.jitter")
         seconds = initial.total_seconds()
         retry["jitter"] = 0.0 if seconds <= 0 else min(1.0, jitter.total_seconds() / seconds)
     return doc

@@ -89,7 +89,12 @@ async def freeze_job(
 ) -> tuple[Job, RunSnapshot]:
     """Load the job and freeze what a run of it would execute now (also what a confirmation shows)."""
     job = await uow.jobs.get(workspace_id, job_id)
-    overrides = spec_overrides(overrides, job.policies)
+    try:
+        overrides = spec_overrides(overrides, job.policies)
+    except InvalidPolicies as error:
+        raise InvalidPolicyOverrides(
+            "The execution policy overrides are invalid.", _policy_issues(error, _OVERRIDES)
+        ) from None
     check_overrides(job, overrides)
     try:
         snapshot = await snapshot_for_job(
