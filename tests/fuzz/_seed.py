@@ -2,12 +2,13 @@
 and below stops at 404 and the handlers behind it are never fuzzed.
 
 Everything is created through the API as a user would. The account sends to a closed loopback port, so
-a connection test or a run the fuzzer manages to start never leaves the machine.
+a connection test or a run (the seeded one, or one the fuzzer manages to start) never leaves the machine.
 """
 
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from tests.integration.api._support_content import HTTP_CONTENT
 __all__ = ["seed_workspace"]
 
 _CSV = b"mobile,name\n13800000001,Ann\n13800000002,Bob\n,nobody\n13800000001,Ann again\n"
+_ENDED = frozenset({"SUCCEEDED", "PARTIAL", "FAILED", "CANCELLED"})
 _MAPPING = {"format": "CSV", "fieldMapping": {"mobile": "mobile", "name": "name"}, "itemIdField": "mobile"}
 
 
@@ -75,6 +77,7 @@ def seed_workspace(client: httpx.Client, workspace_id: str) -> dict[str, str]:
             },
         )
     )
+    run = _finished_run(client, f"{base}/jobs/{job['id']}", f"{base}/runs")
     # Not the caller's own token: revoking that one would turn every later case into a 401.
     token = _created(client.post(f"{base}/api-tokens", json={"name": "fuzz-viewer", "role": "VIEWER"}))
     return {
@@ -88,4 +91,29 @@ def seed_workspace(client: httpx.Client, workspace_id: str) -> dict[str, str]:
         "jobId": str(job["id"]),
         "tokenId": str(token["id"]),
         "providerId": "wepush.http",
+        # A run that ended with failed items and their artifacts: item pages, artifact downloads, commands
+        # a finished run refuses, and resend confirmations all have something real to act on.
+        **run,
     }
+
+
+def _finished_run(client: httpx.Client, job: str, runs: str) -> dict[str, str]:
+    # The closed port fails every item at once: no retry to wait for.
+    overrides = {"policyOverrides": {"retry": {"maxAttempts": 1}}}
+    confirmation = _created(client.post(f"{job}/run-confirmation", json=overrides), 200)
+    started = _created(
+        client.post(
+            f"{job}/runs",
+            json={"confirmationToken": confirmation["confirmationToken"], **overrides},
+            headers={"Idempotency-Key": "fuzz-seed-run"},
+        ),
+        202,
+    )
+    run_id = str(started["id"])
+    deadline = time.monotonic() + 60
+    while (state := client.get(f"{runs}/{run_id}").json()["state"]) not in _ENDED:
+        assert time.monotonic() < deadline, f"the seeded run is still {state}"
+        time.sleep(0.1)
+    artifacts = client.get(f"{runs}/{run_id}/artifacts").json()["items"]
+    assert artifacts, "the seeded run left no artifact"
+    return {"runId": run_id, "artifactId": str(artifacts[0]["id"])}
