@@ -118,6 +118,9 @@ class RunExecution:
         self._cancel_reason: str | None = None
         self.lost = False
         self.final_state: RunState | None = None
+        # Set once the terminal transaction starts: from then on a fence that no longer holds may be
+        # this execution's own release, committed but not yet returned (``final_state`` is set after).
+        self._finishing = False
         self._owned: list[ResultArtifacts | RunLog] = []
         self._secrets: RegisteredSecrets | None = None
         metrics = context.metrics
@@ -291,6 +294,7 @@ class RunExecution:
         fallback_data: dict[str, Any],
     ) -> None:
         """One transaction: the RUN_COMPLETED event, the final counts, the terminal state, the lease release."""
+        self._finishing = True
         now = self._ctx.clock()
         async with self._guard.unchecked() as uow:
             current = await uow.runs.get(self.run.workspace_id, self.run_id)
@@ -432,8 +436,12 @@ class RunExecution:
         return True
 
     def _lease_lost(self) -> None:
-        if self.final_state is not None:
-            return  # released by our own terminal transaction, not lost
+        if self.final_state is not None or self._finishing:
+            # Released by our own terminal transaction, not lost: a delivery or renewal running beside it
+            # may see the release commit before ``final_state`` is set. The engine has completed, so there
+            # is nothing to stop; if the terminal transaction itself finds the lease gone, ``execute``
+            # reports the loss.
+            return
         if not self.lost:
             self.lost = True
             _log.warning(
