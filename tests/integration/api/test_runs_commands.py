@@ -158,3 +158,24 @@ async def test_a_command_for_a_run_of_another_run_id_is_not_found(tmp_path: Path
         )
     assert cancel.status_code == 202
     assert crossed.status_code == 404
+
+
+async def test_a_leased_run_takes_a_cancel_for_its_agent_and_refuses_the_rest(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        await move_run(app, world, run_id, RunState.LEASED)
+        detail = (await app.client.get(world.runs_url(run_id), headers=app.admin())).json()
+        paused = await app.client.post(world.runs_url(run_id, "commands", "pause"), headers=app.admin())
+        cancelled = await app.client.post(
+            world.runs_url(run_id, "commands", "cancel"), headers=app.admin(), json={"reason": "too soon"}
+        )
+        after = (await app.client.get(world.runs_url(run_id), headers=app.admin())).json()
+
+    assert detail["allowedCommands"] == ["CANCEL"]
+    assert paused.status_code == 409
+    assert paused.json()["allowedCommands"] == ["CANCEL"]
+    # Stored for the agent that holds the lease; it applies it once its engine runs.
+    assert cancelled.status_code == 202
+    assert cancelled.json()["state"] == "ACCEPTED"
+    assert after["state"] == "LEASED"

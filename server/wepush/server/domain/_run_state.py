@@ -60,6 +60,9 @@ _TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
 # Ordered as the API lists them in ``allowedCommands``.
 _COMMANDS: Mapping[RunState, tuple[RunCommandType, ...]] = {
     _S.PENDING: (RunCommandType.CANCEL,),
+    # Claimed, not started yet (moments for the embedded agent): a cancel waits for the agent, which
+    # delivers it as soon as its engine runs, so "start, then cancel at once" is never refused.
+    _S.LEASED: (RunCommandType.CANCEL,),
     _S.RUNNING: (RunCommandType.PAUSE, RunCommandType.CANCEL, RunCommandType.CHANGE_CONCURRENCY),
     _S.PAUSED: (RunCommandType.RESUME, RunCommandType.CANCEL, RunCommandType.CHANGE_CONCURRENCY),
 }

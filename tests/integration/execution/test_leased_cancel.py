@@ -1,0 +1,86 @@
+"""A cancel accepted while the run is LEASED (claimed, its engine not started yet) waits for the agent and
+is applied as soon as the engine runs: "start, then cancel at once" is never refused and never missed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.integration.execution._world import World, build_world, claim_run, create_run, load_run
+from wepush.agent.engine import EngineOptions, ExecutionEngine, ProviderResult, ThreadSafetyMode
+from wepush.agent.providers.catalog import ProviderCatalog
+from wepush.agent.providers.fake import FakeProviderFactory, Hang
+from wepush.server.application._run_commands import CommandRequest, accept_command
+from wepush.server.application.execution import ExecutionContext, RunExecution
+from wepush.server.domain import RunCommandState, RunCommandType, RunState, RunStateConflict, utc_now
+from wepush.server.infra.artifacts import LocalArtifactStore
+from wepush.server.infra.db import SqlUnitOfWorkFactory
+from wepush.server.infra.secrets import LocalEnvelopeSecretStore
+
+
+@pytest.fixture
+async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore) -> World:
+    return await build_world(
+        uow,
+        secret_store,
+        recipients=20,
+        policies={"concurrency": {"min": 1, "max": 2, "target": 1}, "retry": {"maxAttempts": 1}},
+    )
+
+
+async def test_a_cancel_accepted_while_leased_is_applied_once_the_engine_runs(
+    uow: SqlUnitOfWorkFactory,
+    artifact_store: LocalArtifactStore,
+    secret_store: LocalEnvelopeSecretStore,
+    world: World,
+) -> None:
+    run = await create_run(uow, world)
+    claimed = await claim_run(uow, world, run)
+    async with uow() as unit:
+        # Before, 409 RUN_STATE_CONFLICT with no allowed command: the run then sent to everyone.
+        accepted = await accept_command(
+            unit,
+            run.workspace_id,
+            run.id,
+            CommandRequest(RunCommandType.CANCEL, reason="wrong audience"),
+            utc_now(),
+        )
+        with pytest.raises(RunStateConflict) as paused:
+            await accept_command(
+                unit, run.workspace_id, run.id, CommandRequest(RunCommandType.PAUSE), utc_now()
+            )
+    # The first item succeeds, every later one waits until it is cancelled: the run is busy when it arrives.
+    provider = FakeProviderFactory(
+        outcome=lambda request: ProviderResult.ok() if request.recipient.sequence <= 1 else Hang(),
+        thread_safety=ThreadSafetyMode.THREAD_SAFE,
+    )
+    context = ExecutionContext(
+        uow=uow,
+        engine=ExecutionEngine(ProviderCatalog.from_factories([provider]).get, EngineOptions()),
+        artifact_store=artifact_store,
+        secret_store=secret_store,
+        clock=utc_now,
+    )
+    execution = RunExecution(context, claimed, await load_run(uow, run))
+    running = asyncio.create_task(execution.execute())
+    # What the agent's command poller does: offer the stored command until the engine has started.
+    async with asyncio.timeout(30):
+        for _ in range(3000):
+            if await execution.deliver(accepted.command):
+                break
+            await asyncio.sleep(0.01)
+        await running
+
+    finished = await load_run(uow, run)
+    async with uow(read_only=True) as unit:
+        command = await unit.run_commands.get_by_command_id(accepted.command.command_id)
+    assert accepted.applied_by_service is False
+    assert paused.value.allowed_commands == (RunCommandType.CANCEL,)
+    assert finished.state is RunState.CANCELLED
+    assert finished.state_reason == "wrong audience"
+    counts = finished.counts
+    assert counts.total == counts.succeeded + counts.failed + counts.unknown + counts.unsent + counts.skipped
+    assert counts.unsent > 0
+    assert command is not None
+    assert command.state is RunCommandState.APPLIED
