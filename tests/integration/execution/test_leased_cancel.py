@@ -12,7 +12,7 @@ from wepush.agent.engine import EngineOptions, ExecutionEngine, ProviderResult, 
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory, Hang
 from wepush.server.application._run_commands import CommandRequest, accept_command
-from wepush.server.application.execution import ExecutionContext, RunExecution
+from wepush.server.application.execution import ExecutionContext, RunExecution, RunRecovery
 from wepush.server.domain import RunCommandState, RunCommandType, RunState, RunStateConflict, utc_now
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
@@ -82,5 +82,35 @@ async def test_a_cancel_accepted_while_leased_is_applied_once_the_engine_runs(
     counts = finished.counts
     assert counts.total == counts.succeeded + counts.failed + counts.unknown + counts.unsent + counts.skipped
     assert counts.unsent > 0
+    assert command is not None
+    assert command.state is RunCommandState.APPLIED
+
+
+async def test_a_leased_run_whose_agent_died_with_a_cancel_waiting_is_cancelled_not_queued_again(
+    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
+) -> None:
+    run = await create_run(uow, world)
+    claimed = await claim_run(uow, world, run)
+    async with uow() as unit:
+        accepted = await accept_command(
+            unit,
+            run.workspace_id,
+            run.id,
+            CommandRequest(RunCommandType.CANCEL, reason="wrong audience"),
+            utc_now(),
+        )
+
+    # The agent never started the run. Requeued, the next agent would send before it applied the cancel.
+    recovered = await RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now).recover_lease(
+        claimed.lease, "the executor died"
+    )
+
+    finished = await load_run(uow, run)
+    async with uow(read_only=True) as unit:
+        command = await unit.run_commands.get_by_command_id(accepted.command.command_id)
+    assert recovered is not None
+    assert recovered.final_state is RunState.CANCELLED
+    assert (finished.state, finished.state_reason) == (RunState.CANCELLED, "wrong audience")
+    assert (finished.counts.total, finished.counts.unsent) == (20, 20)
     assert command is not None
     assert command.state is RunCommandState.APPLIED

@@ -22,6 +22,7 @@ from wepush.server.domain import (
     ArtifactState,
     PageRequest,
     Run,
+    RunCommandType,
     RunCounts,
     RunEventDraft,
     RunState,
@@ -31,7 +32,7 @@ from wepush.server.domain import (
 )
 
 from ._artifacts import ResultArtifacts, RetentionPolicy, RunArtifactWriter, RunLog, log_line
-from ._commands import reject_pending
+from ._commands import pending_commands, reject_pending
 from ._fence import plain_transactions, retrying
 from ._notifier import RunAvailabilityNotifier
 from ._recipients import RecipientScope
@@ -189,14 +190,26 @@ class RunRecovery:
         return await self._settle(run, cause, previous, mark)
 
     async def _requeue(self, run: Run, cause: str, previous: RunState | None) -> RecoveryOutcome:
-        """Nothing reached the engine, so nothing can have been sent: run it again (or finish the cancel)."""
-        target = RunState.CANCELLED if previous is RunState.CANCELLING else RunState.PENDING
+        """Nothing reached the engine, so nothing can have been sent: run it again (or finish the cancel,
+        also one an operator sent while the run was LEASED and its agent never got to apply)."""
+        async with self._uow(read_only=True) as uow:
+            cancel = next(
+                (c for c in await pending_commands(uow, run.id) if c.type is RunCommandType.CANCEL), None
+            )
+        cancelled = previous is RunState.CANCELLING or cancel is not None
+        target = RunState.CANCELLED if cancelled else RunState.PENDING
         reason = f"{cause}; nothing had been dispatched" + (
             "" if target is RunState.CANCELLED else ", queued again"
         )
+        if cancel is not None:
+            given = cancel.payload.get("reason")
+            reason = given if isinstance(given, str) and given else f"cancelled by command; {reason}"
         counts = RunCounts(total=run.recipient_count, unsent=run.recipient_count)
         async with self._uow() as uow:
             current = await uow.runs.get(run.workspace_id, run.id)
+            if cancel is not None:
+                # Requeued, the next agent would start sending before its poller delivered the cancel.
+                await uow.run_commands.record_ack(cancel.command_id, applied=True, result_message="cancelled")
             if target is RunState.CANCELLED:
                 await uow.runs.record_progress(run.workspace_id, run.id, counts=counts, current_concurrency=0)
             await uow.runs.transition(
