@@ -11,9 +11,17 @@ from tests.integration.execution._world import World, build_world, claim_run, cr
 from wepush.agent.engine import EngineOptions, ExecutionEngine, ProviderResult, ThreadSafetyMode
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory, Hang
-from wepush.server.application._run_commands import CommandRequest, accept_command
+from wepush.server.application._run_commands import AcceptedCommand, CommandRequest, accept_command
 from wepush.server.application.execution import ExecutionContext, RunExecution, RunRecovery
-from wepush.server.domain import RunCommandState, RunCommandType, RunState, RunStateConflict, utc_now
+from wepush.server.domain import (
+    ClaimedLease,
+    Run,
+    RunCommandState,
+    RunCommandType,
+    RunState,
+    RunStateConflict,
+    utc_now,
+)
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
@@ -29,12 +37,10 @@ async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStor
     )
 
 
-async def test_a_cancel_accepted_while_leased_is_applied_once_the_engine_runs(
-    uow: SqlUnitOfWorkFactory,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    world: World,
-) -> None:
+async def _leased_and_cancelled(
+    uow: SqlUnitOfWorkFactory, world: World
+) -> tuple[Run, ClaimedLease, AcceptedCommand]:
+    """A run an agent has claimed but not started, and an operator's cancel accepted for it."""
     run = await create_run(uow, world)
     claimed = await claim_run(uow, world, run)
     async with uow() as unit:
@@ -46,6 +52,17 @@ async def test_a_cancel_accepted_while_leased_is_applied_once_the_engine_runs(
             CommandRequest(RunCommandType.CANCEL, reason="wrong audience"),
             utc_now(),
         )
+    return run, claimed, accepted
+
+
+async def test_a_cancel_accepted_while_leased_is_applied_once_the_engine_runs(
+    uow: SqlUnitOfWorkFactory,
+    artifact_store: LocalArtifactStore,
+    secret_store: LocalEnvelopeSecretStore,
+    world: World,
+) -> None:
+    run, claimed, accepted = await _leased_and_cancelled(uow, world)
+    async with uow() as unit:
         with pytest.raises(RunStateConflict) as paused:
             await accept_command(
                 unit, run.workspace_id, run.id, CommandRequest(RunCommandType.PAUSE), utc_now()
@@ -89,16 +106,7 @@ async def test_a_cancel_accepted_while_leased_is_applied_once_the_engine_runs(
 async def test_a_leased_run_whose_agent_died_with_a_cancel_waiting_is_cancelled_not_queued_again(
     uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
 ) -> None:
-    run = await create_run(uow, world)
-    claimed = await claim_run(uow, world, run)
-    async with uow() as unit:
-        accepted = await accept_command(
-            unit,
-            run.workspace_id,
-            run.id,
-            CommandRequest(RunCommandType.CANCEL, reason="wrong audience"),
-            utc_now(),
-        )
+    run, claimed, accepted = await _leased_and_cancelled(uow, world)
 
     # The agent never started the run. Requeued, the next agent would send before it applied the cancel.
     recovered = await RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now).recover_lease(
