@@ -245,7 +245,7 @@ async def test_the_detail_of_a_leased_run_names_its_agent_and_lease(tmp_path: Pa
 
     assert claimed is not None
     assert detail["state"] == "LEASED"
-    assert detail["allowedCommands"] == []
+    assert detail["allowedCommands"] == ["CANCEL"]  # kept for the agent until its engine runs
     assert detail["agent"] == {"agentId": agent.id, "displayName": "worker-01"}
     assert detail["lease"]["leaseId"] == claimed.lease.id
     assert (detail["lease"]["epoch"], detail["lease"]["state"]) == (1, "ACTIVE")
