@@ -7,7 +7,17 @@ import asyncio
 
 import pytest
 
-from tests.integration.execution._world import World, build_world, claim_run, create_run, load_run
+from tests.integration.execution._world import (
+    World,
+    artifacts_of,
+    build_world,
+    claim_run,
+    create_run,
+    events_of,
+    jsonl,
+    load_run,
+    types_of,
+)
 from wepush.agent.engine import EngineOptions, ExecutionEngine, ProviderResult, ThreadSafetyMode
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory, Hang
@@ -15,6 +25,7 @@ from wepush.server.application._run_commands import AcceptedCommand, CommandRequ
 from wepush.server.application.execution import ExecutionContext, RunExecution, RunRecovery
 from wepush.server.domain import (
     ClaimedLease,
+    ItemState,
     Run,
     RunCommandState,
     RunCommandType,
@@ -116,9 +127,47 @@ async def test_a_leased_run_whose_agent_died_with_a_cancel_waiting_is_cancelled_
     finished = await load_run(uow, run)
     async with uow(read_only=True) as unit:
         command = await unit.run_commands.get_by_command_id(accepted.command.command_id)
+        items = await unit.run_items.count_by_state(run.id)
     assert recovered is not None
     assert recovered.final_state is RunState.CANCELLED
     assert (finished.state, finished.state_reason) == (RunState.CANCELLED, "wrong audience")
     assert (finished.counts.total, finished.counts.unsent) == (20, 20)
     assert command is not None
     assert command.state is RunCommandState.APPLIED
+    # Every recipient has its outcome as an item and in the UNSENT file, so a resend finds all 20.
+    assert items == {ItemState.UNSENT: 20}
+    unsent = (await artifacts_of(uow, run))["UNSENT_ITEMS"]
+    assert unsent.size_bytes is not None
+    chunks = await artifact_store.open_range(unsent.storage_key, 0, unsent.size_bytes)
+    assert len(jsonl(b"".join([chunk async for chunk in chunks]))) == 20
+    events = await events_of(uow, run)
+    acknowledged = [e for e in events if e.type == "COMMAND_ACKNOWLEDGED"]
+    assert [e.data["commandId"] for e in acknowledged] == [accepted.command.command_id]
+    assert types_of(events)[-1] == "RUN_COMPLETED"
+
+
+async def test_a_cancelling_run_whose_agent_died_before_dispatching_records_every_recipient_unsent(
+    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
+) -> None:
+    run = await create_run(uow, world)
+    claimed = await claim_run(uow, world, run)
+    async with uow() as unit:
+        current = await unit.runs.get(run.workspace_id, run.id)
+        for target in (RunState.RUNNING, RunState.CANCELLING):
+            current = await unit.runs.transition(
+                run.workspace_id, run.id, expected_version=current.version, target=target, reason="operator"
+            )
+
+    recovered = await RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now).recover_lease(
+        claimed.lease, "the executor died"
+    )
+
+    finished = await load_run(uow, run)
+    async with uow(read_only=True) as unit:
+        items = await unit.run_items.count_by_state(run.id)
+    assert recovered is not None
+    assert (recovered.final_state, recovered.unsent_added) == (RunState.CANCELLED, 20)
+    assert finished.state is RunState.CANCELLED
+    assert (finished.counts.total, finished.counts.unsent) == (20, 20)
+    # Before, only the counts said UNSENT: the item pages were empty and a resend found nothing.
+    assert items == {ItemState.UNSENT: 20}

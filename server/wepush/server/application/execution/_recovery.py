@@ -1,12 +1,13 @@
 """Recovery of runs whose executor died: LOST → RECOVERING → a truthful end.
 
 The dead executor's lease is revoked first, so anything it still tries to write is rejected with
-``LEASE_EXPIRED``. A run that never dispatched anything goes back to PENDING and is simply executed again.
-Otherwise nothing is re-sent automatically: items without a recorded result become UNKNOWN when they lie
-at or below the dispatch high-water mark (they may have been sent) and UNSENT above it; the result
-artifacts and the run log are rebuilt from the database; and the run ends FAILED or PARTIAL (CANCELLED if
-it was being cancelled) with the counts written in the same transaction as the terminal state. Resending
-UNKNOWN or UNSENT items is the operator's decision.
+``LEASE_EXPIRED``. A run that never dispatched anything goes back to PENDING and is simply executed again,
+unless it was being cancelled. Otherwise nothing is re-sent automatically: items without a recorded result
+become UNKNOWN when they lie at or below the dispatch high-water mark (they may have been sent) and UNSENT
+above it; the result artifacts and the run log are rebuilt from the database; and the run ends FAILED or
+PARTIAL with the counts written in the same transaction as the terminal state — CANCELLED, its command
+APPLIED, when it was being cancelled or a cancel accepted for it was never applied by the dead executor.
+Resending UNKNOWN or UNSENT items is the operator's decision.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from wepush.server.domain import (
     ArtifactState,
     PageRequest,
     Run,
+    RunCommand,
     RunCommandType,
     RunCounts,
     RunEventDraft,
@@ -185,48 +187,38 @@ class RunRecovery:
             mark = await uow.runs.dispatch_mark(run.workspace_id, run.id)
             recorded = sum((await uow.run_items.count_by_state(run.id)).values())
         await self._supersede_artifacts(run)
-        if mark == 0 and recorded == 0 and requeue:
-            return await self._requeue(run, cause, previous)
-        return await self._settle(run, cause, previous, mark)
+        cancel = await self._pending_cancel(run)
+        cancelling = previous is RunState.CANCELLING or cancel is not None
+        if mark == 0 and recorded == 0 and requeue and not cancelling:
+            return await self._requeue(run, cause)
+        return await self._settle(run, cause, previous, mark, cancel)
 
-    async def _requeue(self, run: Run, cause: str, previous: RunState | None) -> RecoveryOutcome:
-        """Nothing reached the engine, so nothing can have been sent: run it again (or finish the cancel,
-        also one an operator sent while the run was LEASED and its agent never got to apply)."""
+    async def _pending_cancel(self, run: Run) -> RunCommand | None:
+        """A cancel accepted for the run that its executor never applied (for example one sent while the
+        run was LEASED): recovery carries it out, so the run ends CANCELLED and is never queued again."""
         async with self._uow(read_only=True) as uow:
-            cancel = next(
-                (c for c in await pending_commands(uow, run.id) if c.type is RunCommandType.CANCEL), None
-            )
-        cancelled = previous is RunState.CANCELLING or cancel is not None
-        target = RunState.CANCELLED if cancelled else RunState.PENDING
-        reason = f"{cause}; nothing had been dispatched" + (
-            "" if target is RunState.CANCELLED else ", queued again"
-        )
-        if cancel is not None:
-            given = cancel.payload.get("reason")
-            reason = given if isinstance(given, str) and given else f"cancelled by command; {reason}"
-        counts = RunCounts(total=run.recipient_count, unsent=run.recipient_count)
+            commands = await pending_commands(uow, run.id)
+        return next((c for c in commands if c.type is RunCommandType.CANCEL), None)
+
+    async def _requeue(self, run: Run, cause: str) -> RecoveryOutcome:
+        """Nothing reached the engine, so nothing can have been sent: run it again."""
+        reason = f"{cause}; nothing had been dispatched, queued again"
         async with self._uow() as uow:
             current = await uow.runs.get(run.workspace_id, run.id)
-            if cancel is not None:
-                # Requeued, the next agent would start sending before its poller delivered the cancel.
-                await uow.run_commands.record_ack(cancel.command_id, applied=True, result_message="cancelled")
-            if target is RunState.CANCELLED:
-                await uow.runs.record_progress(run.workspace_id, run.id, counts=counts, current_concurrency=0)
             await uow.runs.transition(
-                run.workspace_id, run.id, expected_version=current.version, target=target, reason=reason
+                run.workspace_id,
+                run.id,
+                expected_version=current.version,
+                target=RunState.PENDING,
+                reason=reason,
             )
-            if target is RunState.CANCELLED:
-                await uow.run_events.append(
-                    run.workspace_id,
-                    run.id,
-                    [self._completed(target, counts, cause, 0, 0)],
-                )
-                await reject_pending(uow, run.id, f"RUN_STATE_CONFLICT: run is {target.value}")
-        if target is RunState.PENDING and self._notifier is not None:
+        if self._notifier is not None:
             self._notifier.notify()
-        return RecoveryOutcome(run.id, target, counts, 0, 0)
+        return RecoveryOutcome(run.id, RunState.PENDING, RunCounts(total=run.recipient_count), 0, 0)
 
-    async def _settle(self, run: Run, cause: str, previous: RunState | None, mark: int) -> RecoveryOutcome:
+    async def _settle(
+        self, run: Run, cause: str, previous: RunState | None, mark: int, cancel: RunCommand | None
+    ) -> RecoveryOutcome:
         writer = RunArtifactWriter(
             store=self._store,
             tx=self._tx,
@@ -247,7 +239,7 @@ class RunRecovery:
         )
         await artifacts.close()
         counts = replace(settled.counts, retried=run.counts.retried)
-        if previous is RunState.CANCELLING:
+        if previous is RunState.CANCELLING or cancel is not None:
             final = RunState.CANCELLED
         elif counts.succeeded + counts.skipped == counts.total:
             final = RunState.SUCCEEDED
@@ -257,6 +249,9 @@ class RunRecovery:
             f"{cause}: {counts.unknown} item(s) UNKNOWN (may have been sent), {counts.unsent} UNSENT; "
             "nothing was sent again, resend them explicitly if needed"
         )
+        if cancel is not None:
+            given = cancel.payload.get("reason")
+            reason = given if isinstance(given, str) and given else f"cancelled by command; {reason}"
         await self._write_log(run, writer, cause, counts)
         completed = self._completed(final, counts, cause, settled.unknown_added, settled.unsent_added)
 
@@ -267,7 +262,13 @@ class RunRecovery:
                 await uow.runs.transition(
                     run.workspace_id, run.id, expected_version=current.version, target=final, reason=reason
                 )
-                await uow.run_events.append(run.workspace_id, run.id, [completed])
+                events = [completed]
+                if cancel is not None:
+                    await uow.run_commands.record_ack(
+                        cancel.command_id, applied=True, result_message="cancelled"
+                    )
+                    events.insert(0, self._cancel_acknowledged(cancel))
+                await uow.run_events.append(run.workspace_id, run.id, events)
                 await reject_pending(uow, run.id, f"RUN_STATE_CONFLICT: run is {final.value}")
 
         await retrying(terminal)
@@ -279,6 +280,18 @@ class RunRecovery:
             extra={"event": "RUN_RECOVERED", "workspaceId": run.workspace_id, "runId": run.id},
         )
         return RecoveryOutcome(run.id, final, counts, settled.unknown_added, settled.unsent_added)
+
+    def _cancel_acknowledged(self, cancel: RunCommand) -> RunEventDraft:
+        return RunEventDraft(
+            type="COMMAND_ACKNOWLEDGED",
+            occurred_at=self._clock(),
+            data={
+                "commandId": cancel.command_id,
+                "command": "CancelRun",
+                "accepted": True,
+                "code": "ACCEPTED",
+            },
+        )
 
     def _completed(
         self, final: RunState, counts: RunCounts, cause: str, unknown_added: int, unsent_added: int
