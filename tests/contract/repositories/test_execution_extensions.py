@@ -51,8 +51,11 @@ async def test_dispatch_mark_is_refused_once_the_run_is_terminal_and_unknown_run
 ) -> None:
     run = await add_run(uow_factory, world, db_clock.now)
     async with uow_factory() as uow:
+        cancelling = await uow.runs.transition(
+            run.workspace_id, run.id, expected_version=run.version, target=RunState.CANCELLING
+        )
         await uow.runs.transition(
-            run.workspace_id, run.id, expected_version=run.version, target=RunState.CANCELLED
+            run.workspace_id, run.id, expected_version=cancelling.version, target=RunState.CANCELLED
         )
 
     async with uow_factory() as uow:

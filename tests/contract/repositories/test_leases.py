@@ -294,7 +294,7 @@ async def test_a_run_that_is_not_pending_cannot_be_claimed(
     run = await add_run(uow_factory, world, db_clock.now)
     async with uow_factory() as uow:
         await uow.runs.transition(
-            world.workspace.id, run.id, expected_version=run.version, target=RunState.CANCELLED
+            world.workspace.id, run.id, expected_version=run.version, target=RunState.CANCELLING
         )
     assert await _claim(uow_factory, run, agent, db_clock) is None
     async with uow_factory() as uow:

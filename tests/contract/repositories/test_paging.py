@@ -63,10 +63,10 @@ async def test_run_lists_filter_by_state_and_job_and_page_stably(
     runs = [await add_run(uow_factory, world, db_clock.advance()) for _ in range(5)]
     async with uow_factory() as uow:
         await uow.runs.transition(
-            world.workspace.id, runs[1].id, expected_version=1, target=RunState.CANCELLED
+            world.workspace.id, runs[1].id, expected_version=1, target=RunState.CANCELLING
         )
         await uow.runs.transition(
-            world.workspace.id, runs[3].id, expected_version=1, target=RunState.CANCELLED
+            world.workspace.id, runs[3].id, expected_version=1, target=RunState.CANCELLING
         )
         pending = await uow.runs.list_page(
             world.workspace.id, PageRequest(limit=2), states=[RunState.PENDING]
@@ -75,7 +75,7 @@ async def test_run_lists_filter_by_state_and_job_and_page_stably(
             world.workspace.id, PageRequest(limit=2, after=pending.next_after), states=[RunState.PENDING]
         )
         by_job = await uow.runs.list_page(world.workspace.id, PageRequest(limit=10), job_id=world.job.id)
-        oldest_first = await uow.runs.scan([RunState.CANCELLED], PageRequest(limit=10))
+        oldest_first = await uow.runs.scan([RunState.CANCELLING], PageRequest(limit=10))
     assert [r.id for r in pending.items + more.items] == [runs[4].id, runs[2].id, runs[0].id]
     assert len(by_job.items) == 5
     assert [r.id for r in oldest_first.items] == [runs[1].id, runs[3].id]

@@ -72,7 +72,9 @@ async def test_a_run_walks_the_happy_path_and_records_start_and_end(
     [
         ([], RunState.RUNNING, RunState.PENDING),
         ([RunState.LEASED, RunState.RUNNING, RunState.SUCCEEDED], RunState.PAUSED, RunState.SUCCEEDED),
-        ([RunState.CANCELLED], RunState.LEASED, RunState.CANCELLED),
+        ([RunState.CANCELLING, RunState.CANCELLED], RunState.LEASED, RunState.CANCELLED),
+        # A cancel goes through CANCELLING, a PENDING run's too: its recipients are recorded UNSENT first.
+        ([], RunState.CANCELLED, RunState.PENDING),
         ([RunState.LEASED, RunState.LOST], RunState.PENDING, RunState.LOST),
     ],
 )
@@ -112,6 +114,8 @@ async def test_recovery_path_returns_a_lost_run_to_pending(
         RunState.PENDING,
     )
     assert back.state is RunState.PENDING
+    # Queued again, it has not started: a cancel now is one before start, ended by the Service.
+    assert back.started_at is None
 
 
 async def test_transition_from_a_stale_version_is_a_version_conflict(
@@ -143,7 +147,7 @@ async def test_two_concurrent_cancels_of_one_version_succeed_once(
                     world.workspace.id,
                     run.id,
                     expected_version=1,
-                    target=RunState.CANCELLED,
+                    target=RunState.CANCELLING,
                     reason="operator",
                 )
         except (RunStateConflict, VersionConflict) as error:
@@ -155,7 +159,7 @@ async def test_two_concurrent_cancels_of_one_version_succeed_once(
     assert len(winners) == 1
     assert len(losers) == 1
     assert winners[0].state_reason == "operator"
-    assert losers[0].current_state is RunState.CANCELLED
+    assert losers[0].current_state is RunState.CANCELLING
 
 
 async def test_idempotency_key_creates_at_most_one_run_per_workspace(

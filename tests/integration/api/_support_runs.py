@@ -218,6 +218,18 @@ async def load_run(app: RunningApp, world: World, run_id: str) -> Run:
         return await unit.runs.get(world.workspace_id, run_id)
 
 
+async def until_ended(app: RunningApp, world: World, run_id: str, *, within: float = 30.0) -> Run:
+    """The run once it reached a terminal state (a cancelled PENDING run is ended by the Service's own
+    pass, moments after the cancel answered)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not (run := await load_run(app, world, run_id)).state.is_terminal:
+        if loop.time() > deadline:
+            raise AssertionError(f"run {run_id} still {run.state.value} after {within} s")
+        await asyncio.sleep(0.05)
+    return run
+
+
 async def move_run(
     app: RunningApp, world: World, run_id: str, *targets: RunState, reason: str | None = None
 ) -> Run:

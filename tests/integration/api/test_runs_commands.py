@@ -7,10 +7,12 @@ from pathlib import Path
 from tests.integration.api._support_runs import (
     RECIPIENTS,
     item_of,
+    load_run,
     move_run,
     seed_world,
     service,
     start_confirmed,
+    until_ended,
     uow,
 )
 from wepush.server.domain import ItemState, PageRequest, RunState
@@ -88,22 +90,28 @@ async def test_a_repeated_command_with_the_same_key_returns_the_first_result(tmp
     ]
 
 
-async def test_cancelling_a_pending_run_ends_it_at_once_with_every_item_unsent(tmp_path: Path) -> None:
+async def test_cancelling_a_pending_run_answers_at_once_then_ends_it_with_every_item_unsent(
+    tmp_path: Path,
+) -> None:
     async with service(tmp_path) as app:
         world = await seed_world(app)
         run_id = await start_confirmed(app, world)
         accepted = await app.client.post(
             world.runs_url(run_id, "commands", "cancel"), headers=app.admin(), json={"reason": "not today"}
         )
+        # No agent runs here (QUIET): the Service itself ends a run no agent ever held.
+        await until_ended(app, world, run_id)
         detail = (await app.client.get(world.runs_url(run_id), headers=app.admin())).json()
         items = (await app.client.get(world.runs_url(run_id, "items"), headers=app.admin())).json()
         events = (await app.client.get(world.runs_url(run_id, "event-log"), headers=app.admin())).json()
+        artifacts = (await app.client.get(world.runs_url(run_id, "artifacts"), headers=app.admin())).json()
 
     assert accepted.status_code == 202
     assert accepted.json()["state"] == "APPLIED"
     assert detail["state"] == "CANCELLED"
     assert detail["stateReason"] == "not today"
     assert detail["allowedCommands"] == []
+    assert detail["startedAt"] is None
     assert detail["endedAt"] is not None
     assert detail["counts"] == {
         "total": 4,
@@ -119,8 +127,44 @@ async def test_cancelling_a_pending_run_ends_it_at_once_with_every_item_unsent(t
     assert [(i["itemId"], i["sequence"], i["state"]) for i in items["items"]] == [
         (item_of(world, run_id, key), n, ItemState.UNSENT.value) for n, key in enumerate(RECIPIENTS, 1)
     ]
-    assert [e["type"] for e in events["items"]] == ["RUN_CREATED", "COMMAND_ACKNOWLEDGED", "RUN_COMPLETED"]
-    assert events["items"][2]["data"]["finalState"] == "CANCELLED"
+    assert [e["type"] for e in events["items"]] == [
+        "RUN_CREATED",
+        "RUN_CANCELLING",
+        "COMMAND_ACKNOWLEDGED",
+        "RUN_COMPLETED",
+    ]
+    completed = events["items"][3]["data"]
+    assert (completed["finalState"], completed["stopReason"], completed["recovered"]) == (
+        "CANCELLED",
+        "CANCELLED",
+        False,
+    )
+    # Like any cancelled run: the UNSENT file, the results export and the run log.
+    assert sorted(a["type"] for a in artifacts["items"]) == ["RESULTS_EXPORT", "RUN_LOG", "UNSENT_ITEMS"]
+
+
+async def test_a_pending_cancel_holds_no_transaction_for_the_audience(tmp_path: Path) -> None:
+    """The cancel request only moves the run to CANCELLING; the items are written by the Service's pass."""
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        # The pass has not run yet when the request commits: stop it, as if it were busy elsewhere.
+        runtime = app.runtime
+        assert runtime.cancelled_runs is not None
+        runtime.cancelled_runs.cancel()
+        accepted = await app.client.post(world.runs_url(run_id, "commands", "cancel"), headers=app.admin())
+        cancelling = await load_run(app, world, run_id)
+        async with uow(app)(read_only=True) as unit:
+            recorded = await unit.run_items.count_by_state(run_id)
+        again = await app.client.post(world.runs_url(run_id, "commands", "cancel"), headers=app.admin())
+
+    assert accepted.status_code == 202
+    assert accepted.json()["state"] == "APPLIED"
+    assert cancelling.state is RunState.CANCELLING
+    assert cancelling.cancelled_before_start
+    assert recorded == {}
+    assert again.status_code == 409
+    assert again.json()["currentState"] == "CANCELLING"
 
 
 async def test_a_concurrency_target_outside_the_range_is_refused_with_the_range(tmp_path: Path) -> None:

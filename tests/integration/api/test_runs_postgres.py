@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.api._support_content import HTTP_CONTENT
-from tests.integration.api._support_runs import confirm, seed_world, service, start
+from tests.integration.api._support_runs import confirm, seed_world, service, start, until_ended
 from wepush.agent.providers.testing import VendorServer
 
 pytestmark = pytest.mark.postgres
@@ -60,6 +60,7 @@ async def test_a_pending_run_is_cancelled_with_every_item_unsent_on_postgresql(
         run_id = (await start(app, world, {"dryRun": True})).json()["id"]
         illegal = await app.client.post(world.runs_url(run_id, "commands", "pause"), headers=app.admin())
         cancel = await app.client.post(world.runs_url(run_id, "commands", "cancel"), headers=app.admin())
+        await until_ended(app, world, run_id)
         items = (await app.client.get(world.runs_url(run_id, "items"), headers=app.admin())).json()
         detail = (await app.client.get(world.runs_url(run_id), headers=app.admin())).json()
 

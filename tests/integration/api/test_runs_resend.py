@@ -16,6 +16,7 @@ from tests.integration.api._support_runs import (
     seed_world,
     service,
     start_confirmed,
+    until_ended,
     uow,
 )
 from wepush.server.application.execution import item_id_for
@@ -243,9 +244,11 @@ async def test_cancelling_a_pending_resend_marks_only_its_items_unsent(tmp_path:
             )
         ).json()["id"]
         cancel = await app.client.post(world.runs_url(new_id, "commands", "cancel"), headers=app.admin())
+        cancelled = await until_ended(app, world, new_id)
         items = (await app.client.get(world.runs_url(new_id, "items"), headers=app.admin())).json()
 
     assert cancel.status_code == 202
+    assert (cancelled.counts.total, cancelled.counts.unsent) == (1, 1)
     assert [(i["itemId"], i["sequence"], i["state"]) for i in items["items"]] == [
         (item_id_for(new_id, world.snapshot.id, 2), 2, "UNSENT")
     ]

@@ -20,6 +20,7 @@ from tests.integration.api._support_runs import (
     seed_world,
     service,
     start_confirmed,
+    until_ended,
     uow,
 )
 from wepush.server.domain import PageRequest
@@ -145,15 +146,16 @@ async def test_the_stream_of_a_finished_run_replays_and_ends(tmp_path: Path) -> 
         world = await seed_world(app)
         run_id = await start_confirmed(app, world)
         await app.client.post(world.runs_url(run_id, "commands", "cancel"), headers=app.admin())
+        await until_ended(app, world, run_id)
         # In-process transport: the response only returns because the stream ends by itself.
         response = await app.client.get(world.runs_url(run_id, "events"), headers=app.admin())
         caught_up = await app.client.get(
-            world.runs_url(run_id, "events"), headers={**app.admin(), "Last-Event-ID": "3"}
+            world.runs_url(run_id, "events"), headers={**app.admin(), "Last-Event-ID": "4"}
         )
 
     assert response.status_code == 200
     ids = [line.removeprefix("id: ") for line in response.text.splitlines() if line.startswith("id: ")]
-    assert ids == ["1", "2", "3"]
+    assert ids == ["1", "2", "3", "4"]
     assert "event: run_completed" in response.text
     assert caught_up.status_code == 200
     assert caught_up.text == ""

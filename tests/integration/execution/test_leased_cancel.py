@@ -22,7 +22,7 @@ from wepush.agent.engine import EngineOptions, ExecutionEngine, ProviderResult, 
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory, Hang
 from wepush.server.application._run_commands import AcceptedCommand, CommandRequest, accept_command
-from wepush.server.application.execution import ExecutionContext, RunExecution, RunRecovery
+from wepush.server.application.execution import ExecutionContext, RunExecution, RunRecovery, move_run
 from wepush.server.domain import (
     ClaimedLease,
     ItemState,
@@ -152,11 +152,8 @@ async def test_a_cancelling_run_whose_agent_died_before_dispatching_records_ever
     run = await create_run(uow, world)
     claimed = await claim_run(uow, world, run)
     async with uow() as unit:
-        current = await unit.runs.get(run.workspace_id, run.id)
-        for target in (RunState.RUNNING, RunState.CANCELLING):
-            current = await unit.runs.transition(
-                run.workspace_id, run.id, expected_version=current.version, target=target, reason="operator"
-            )
+        # Started, then cancelled by the operator: the agent reported CANCELLING, then died.
+        await move_run(unit, run.workspace_id, run.id, RunState.CANCELLING, reason="operator")
 
     recovered = await RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now).recover_lease(
         claimed.lease, "the executor died"

@@ -78,7 +78,7 @@ class RunsApi:
     ) -> RunCommandAccepted:
         """Cancel a run; undispatched items end UNSENT
 
-        A PENDING run ends CANCELLED at once. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs go through CANCELLING. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run's state does not allow it.
+        Every run goes through CANCELLING. A PENDING run moves there at once (the command answers APPLIED) and the Service then records every recipient UNSENT, in batches, and ends it CANCELLED moments later, however large the audience. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs are cancelled by their agent. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run's state does not allow it.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -164,7 +164,7 @@ class RunsApi:
     ) -> ApiResponse[RunCommandAccepted]:
         """Cancel a run; undispatched items end UNSENT
 
-        A PENDING run ends CANCELLED at once. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs go through CANCELLING. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run's state does not allow it.
+        Every run goes through CANCELLING. A PENDING run moves there at once (the command answers APPLIED) and the Service then records every recipient UNSENT, in batches, and ends it CANCELLED moments later, however large the audience. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs are cancelled by their agent. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run's state does not allow it.
 
         :param workspace_id: (required)
         :type workspace_id: str
@@ -250,7 +250,7 @@ class RunsApi:
     ) -> RESTResponseType:
         """Cancel a run; undispatched items end UNSENT
 
-        A PENDING run ends CANCELLED at once. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs go through CANCELLING. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run's state does not allow it.
+        Every run goes through CANCELLING. A PENDING run moves there at once (the command answers APPLIED) and the Service then records every recipient UNSENT, in batches, and ends it CANCELLED moments later, however large the audience. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs are cancelled by their agent. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run's state does not allow it.
 
         :param workspace_id: (required)
         :type workspace_id: str

@@ -20,7 +20,7 @@ from typing_extensions import Self
 
 class RunState(str, Enum):
     """
-    PENDING → LEASED → RUNNING ⇄ PAUSED → CANCELLING → CANCELLED; terminal SUCCEEDED, PARTIAL, FAILED, CANCELLED; LOST → RECOVERING when the executing agent disappears.
+    PENDING → LEASED → RUNNING ⇄ PAUSED → CANCELLING → CANCELLED (a PENDING run cancelled goes straight to CANCELLING); terminal SUCCEEDED, PARTIAL, FAILED, CANCELLED; LOST → RECOVERING when the executing agent disappears.
     """
 
     """

@@ -461,7 +461,7 @@ export class RunsApi extends runtime.BaseAPI {
     }
 
     /**
-     * A PENDING run ends CANCELLED at once. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs go through CANCELLING. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run\'s state does not allow it.
+     * Every run goes through CANCELLING. A PENDING run moves there at once (the command answers APPLIED) and the Service then records every recipient UNSENT, in batches, and ends it CANCELLED moments later, however large the audience. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs are cancelled by their agent. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run\'s state does not allow it.
      * Cancel a run; undispatched items end UNSENT
      */
     async cancelRunRaw(requestParameters: CancelRunOperationRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<runtime.ApiResponse<RunCommandAccepted>> {
@@ -472,7 +472,7 @@ export class RunsApi extends runtime.BaseAPI {
     }
 
     /**
-     * A PENDING run ends CANCELLED at once. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs go through CANCELLING. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run\'s state does not allow it.
+     * Every run goes through CANCELLING. A PENDING run moves there at once (the command answers APPLIED) and the Service then records every recipient UNSENT, in batches, and ends it CANCELLED moments later, however large the audience. A LEASED run (claimed, not started yet) keeps the command for its agent, which applies it as soon as the run starts; RUNNING and PAUSED runs are cancelled by their agent. Refused with 409 RUN_STATE_CONFLICT (with currentState and allowedCommands) when the run\'s state does not allow it.
      * Cancel a run; undispatched items end UNSENT
      */
     async cancelRun(requestParameters: CancelRunOperationRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<RunCommandAccepted> {

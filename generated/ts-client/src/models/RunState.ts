@@ -14,7 +14,7 @@
 
 
 /**
- * PENDING → LEASED → RUNNING ⇄ PAUSED → CANCELLING → CANCELLED; terminal SUCCEEDED, PARTIAL, FAILED, CANCELLED; LOST → RECOVERING when the executing agent disappears.
+ * PENDING → LEASED → RUNNING ⇄ PAUSED → CANCELLING → CANCELLED (a PENDING run cancelled goes straight to CANCELLING); terminal SUCCEEDED, PARTIAL, FAILED, CANCELLED; LOST → RECOVERING when the executing agent disappears.
  * @export
  */
 export const RunState = {

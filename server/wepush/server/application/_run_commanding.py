@@ -48,7 +48,8 @@ class RunCommanding(RunUseCases):
                         fields=fields.get(request.type, []),
                         summary=f"{request.type.value} accepted as command {accepted.command.command_id}"
                         + (
-                            " and applied at once (the run had not started)"
+                            " and applied at once (the run had not started: its recipients are"
+                            " recorded UNSENT next)"
                             if accepted.applied_by_service
                             else ""
                         ),

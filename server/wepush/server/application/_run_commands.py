@@ -7,10 +7,11 @@ applies it, acknowledges it (APPLIED or REJECTED) and records the resulting run 
 itself moves when those events are stored (RUN_PAUSED → PAUSED, RUN_CANCELLING → CANCELLING ...).
 
 One case has no executor to wait for: a PENDING run has no lease yet, so CANCEL is applied by the Service
-on the spot, in the same transaction — PENDING → CANCELLED, every recipient recorded UNSENT (none was
-ever handed to a provider), the command APPLIED, and COMMAND_ACKNOWLEDGED + RUN_COMPLETED appended. The
-conditional transition makes this safe against a concurrent claim: whichever commits first wins, the
-other sees the new state.
+on the spot, in the same transaction — PENDING → CANCELLING, the command APPLIED, RUN_CANCELLING and
+COMMAND_ACKNOWLEDGED appended. The Service's finisher then records every recipient UNSENT (none was ever
+handed to a provider) in batches of short transactions and ends the run CANCELLED, so a cancel answers at
+once and never holds the database for the length of a large audience. The conditional transition makes
+this safe against a concurrent claim: whichever commits first wins, the other sees the new state.
 """
 
 from __future__ import annotations
@@ -21,23 +22,18 @@ from datetime import datetime
 
 from wepush.server.application._run_errors import ConcurrencyOutOfRange
 from wepush.server.application._run_queries import policy_range
-from wepush.server.application.execution import RecipientScope, RunSnapshot, item_id_for, read_recipients
+from wepush.server.application.execution import RunSnapshot
 from wepush.server.domain import (
-    ItemResult,
-    ItemState,
     JsonObject,
     Run,
     RunCommand,
     RunCommandType,
-    RunCounts,
     RunEventDraft,
     RunState,
     UnitOfWork,
     check_command,
     new_id,
 )
-
-UNSENT_BATCH = 1000
 
 _ENGINE_COMMAND_NAMES = {
     RunCommandType.PAUSE: "PauseRun",
@@ -107,51 +103,22 @@ async def accept_command(
     return AcceptedCommand(command, applied_by_service=False)
 
 
-async def _record_unsent(uow: UnitOfWork, run: Run) -> None:
-    """Every recipient of the run (the retry set for a resend) as UNSENT, under the item ids the executor
-    would have used, so item pages and a later resend see them like any other outcome."""
-    scope = RecipientScope.of_run(run)
-    after: int | None = None
-    while True:
-        page = await read_recipients(uow, scope, after, UNSENT_BATCH)
-        if page.items:
-            await uow.run_items.record_results(
-                run.workspace_id,
-                run.id,
-                [
-                    ItemResult(
-                        item_id=item_id_for(run.id, r.snapshot_id, r.sequence),
-                        sequence=r.sequence,
-                        state=ItemState.UNSENT,
-                        attempt=0,
-                    )
-                    for r in page.items
-                ],
-            )
-        if page.next_after is None:
-            return
-        after = page.next_after
-
-
 async def cancel_pending(
     uow: UnitOfWork, run: Run, command: RunCommand, reason: str | None, now: datetime
 ) -> RunCommand:
-    counts = RunCounts(total=run.recipient_count, unsent=run.recipient_count)
-    # Counters first: they are refused once the run is terminal.
-    await uow.runs.record_progress(run.workspace_id, run.id, counts=counts, current_concurrency=0)
-    cancelled = await uow.runs.transition(
-        run.workspace_id,
-        run.id,
-        expected_version=run.version,
-        target=RunState.CANCELLED,
-        reason=reason or "Cancelled before any agent started it.",
+    """PENDING → CANCELLING and the command APPLIED, in the request's one short transaction whatever the
+    audience size; the Service's finisher then records every recipient UNSENT in batches and ends the run
+    CANCELLED (``CancelledRunFinisher``), as an engine does after its own cancel."""
+    reason = reason or "Cancelled before any agent started it."
+    await uow.runs.transition(
+        run.workspace_id, run.id, expected_version=run.version, target=RunState.CANCELLING, reason=reason
     )
-    await _record_unsent(uow, cancelled)
-    applied = await uow.run_commands.record_ack(command.command_id, applied=True, result_message="cancelled")
+    applied = await uow.run_commands.record_ack(command.command_id, applied=True, result_message="cancelling")
     await uow.run_events.append(
         run.workspace_id,
         run.id,
         [
+            RunEventDraft(type="RUN_CANCELLING", occurred_at=now, data={"reason": reason}),
             RunEventDraft(
                 type="COMMAND_ACKNOWLEDGED",
                 occurred_at=now,
@@ -160,26 +127,6 @@ async def cancel_pending(
                     "command": _ENGINE_COMMAND_NAMES[command.type],
                     "accepted": True,
                     "code": "ACCEPTED",
-                },
-            ),
-            RunEventDraft(
-                type="RUN_COMPLETED",
-                occurred_at=now,
-                data={
-                    "finalState": RunState.CANCELLED.value,
-                    "counts": {
-                        "total": counts.total,
-                        "succeeded": 0,
-                        "failed": 0,
-                        "unknown": 0,
-                        "unsent": counts.unsent,
-                        "skipped": 0,
-                        "inFlight": 0,
-                        "pending": 0,
-                        "retried": 0,
-                    },
-                    "stopReason": "CANCELLED",
-                    "artifacts": [],
                 },
             ),
         ],

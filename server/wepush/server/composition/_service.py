@@ -48,7 +48,12 @@ from wepush.server.application.auth import Principal, PrincipalType
 from wepush.server.application.authentication import TokenAuthenticator
 from wepush.server.application.bootstrap import SystemBootstrap
 from wepush.server.application.credentials import TokenHasher
-from wepush.server.application.execution import ArtifactRetention, ArtifactStore, RunAvailabilityNotifier
+from wepush.server.application.execution import (
+    ArtifactRetention,
+    ArtifactStore,
+    RunAvailabilityNotifier,
+    RunRecovery,
+)
 from wepush.server.application.health import CheckResult, HealthService
 from wepush.server.application.import_retention import ImportRetention
 from wepush.server.application.imports import AbandonedUploads
@@ -88,6 +93,8 @@ IMPORT_RETENTION_INTERVAL: Final = timedelta(minutes=10)
 #: Next to the upload lease (5 minutes): an abandoned upload is failed within about 6 minutes.
 ABANDONED_UPLOAD_INTERVAL: Final = timedelta(minutes=1)
 ARTIFACT_RETENTION_INTERVAL: Final = timedelta(hours=1)
+#: A cancel hints the pass at once; the interval covers a cancel stored through another instance.
+CANCELLED_RUN_INTERVAL: Final = timedelta(seconds=5)
 
 
 def _version() -> str:
@@ -331,6 +338,7 @@ class ServiceRuntime:
     import_retention: asyncio.Task[None] | None = None
     abandoned_uploads: asyncio.Task[None] | None = None
     artifact_retention: asyncio.Task[None] | None = None
+    cancelled_runs: asyncio.Task[None] | None = None
     metrics: PrometheusMetrics | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
 
@@ -486,6 +494,17 @@ class ServiceRuntime:
             ArtifactRetention(uow_factory, artifacts, utc_now).run_every(ARTIFACT_RETENTION_INTERVAL),
             name="artifact-retention",
         )
+        # Runs cancelled before any agent started them: ended by the Service itself (every recipient UNSENT,
+        # then CANCELLED), so a cancel completes on an instance without an embedded agent too.
+        finisher = RunRecovery(
+            uow=uow_factory,
+            artifact_store=artifacts,
+            clock=utc_now,
+            locks=DatabaseRecoveryLocks(self.engine) if self.engine is not None else None,
+        )
+        self.cancelled_runs = asyncio.create_task(
+            finisher.finish_cancelled_every(CANCELLED_RUN_INTERVAL, self.notifier), name="cancelled-runs"
+        )
         if config.agent.embedded_enabled:
             self.embedded_agent = self._embedded_agent(workspace.id, store)
             await self.embedded_agent.start()
@@ -536,12 +555,13 @@ class ServiceRuntime:
 
     async def stop(self) -> None:
         self.services.started = None
-        for sweep in (self.import_retention, self.abandoned_uploads, self.artifact_retention):
+        sweeps = (self.import_retention, self.abandoned_uploads, self.artifact_retention, self.cancelled_runs)
+        for sweep in sweeps:
             if sweep is not None:
                 sweep.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweep
-        self.import_retention = self.abandoned_uploads = self.artifact_retention = None
+        self.import_retention = self.abandoned_uploads = self.artifact_retention = self.cancelled_runs = None
         if self.embedded_agent is not None:
             # Runs get their grace period to finish, then are cancelled and settled, before the database goes.
             await self.embedded_agent.shutdown()

@@ -63,6 +63,12 @@ class Run:
     id: str = field(default_factory=new_id)
     version: int = 1
 
+    @property
+    def cancelled_before_start(self) -> bool:
+        """CANCELLING and never RUNNING: cancelled while PENDING, so no agent ever held it and nothing was
+        sent; the Service records its recipients UNSENT and ends it CANCELLED."""
+        return self.state is RunState.CANCELLING and self.started_at is None
+
 
 class ItemState(StrEnum):
     PENDING = "PENDING"

@@ -1,8 +1,8 @@
 """The Run state machine: which transitions exist and which commands each state accepts.
 
-PENDING → LEASED → RUNNING ⇄ PAUSED; RUNNING/PAUSED → CANCELLING → CANCELLED; RUNNING → SUCCEEDED,
-PARTIAL or FAILED; LEASED/RUNNING/PAUSED/CANCELLING → LOST → RECOVERING → PENDING or a terminal state;
-PENDING → CANCELLED. The Service owns every transition; the engine never turns LOST into RECOVERING.
+PENDING → LEASED → RUNNING ⇄ PAUSED; PENDING/RUNNING/PAUSED → CANCELLING → CANCELLED; RUNNING →
+SUCCEEDED, PARTIAL or FAILED; LEASED/RUNNING/PAUSED/CANCELLING → LOST → RECOVERING → PENDING or a terminal
+state. The Service owns every transition; the engine never turns LOST into RECOVERING.
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ TERMINAL_RUN_STATES: frozenset[RunState] = frozenset(
 
 _S = RunState
 _TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
-    _S.PENDING: frozenset({_S.LEASED, _S.CANCELLED}),
+    # A cancelled PENDING run goes through CANCELLING too: its recipients are recorded UNSENT in batches
+    # after the request, however large the audience, before it ends CANCELLED.
+    _S.PENDING: frozenset({_S.LEASED, _S.CANCELLING}),
     _S.LEASED: frozenset({_S.RUNNING, _S.LOST}),
     _S.RUNNING: frozenset({_S.PAUSED, _S.CANCELLING, _S.SUCCEEDED, _S.PARTIAL, _S.FAILED, _S.LOST}),
     _S.PAUSED: frozenset({_S.RUNNING, _S.CANCELLING, _S.LOST}),

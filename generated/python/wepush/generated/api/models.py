@@ -1185,7 +1185,7 @@ class PausePolicy(BaseModel):
 
 class RunState(StrEnum):
     """
-    PENDING → LEASED → RUNNING ⇄ PAUSED → CANCELLING → CANCELLED; terminal SUCCEEDED, PARTIAL, FAILED, CANCELLED; LOST → RECOVERING when the executing agent disappears.
+    PENDING → LEASED → RUNNING ⇄ PAUSED → CANCELLING → CANCELLED (a PENDING run cancelled goes straight to CANCELLING); terminal SUCCEEDED, PARTIAL, FAILED, CANCELLED; LOST → RECOVERING when the executing agent disappears.
     """
 
     PENDING = "PENDING"

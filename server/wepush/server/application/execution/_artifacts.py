@@ -25,7 +25,14 @@ from wepush.agent.engine import (
     format_instant,
     neutralize_csv_cell,
 )
-from wepush.server.domain import Artifact, ArtifactOwnerType, ArtifactState, new_id
+from wepush.server.domain import (
+    Artifact,
+    ArtifactOwnerType,
+    ArtifactState,
+    PageRequest,
+    UnitOfWorkFactory,
+    new_id,
+)
 from wepush.server.domain.secrets import SecretScrubber
 
 from ._fence import TransactionScope
@@ -398,6 +405,22 @@ class RunLog:
         except Exception:
             # The log is a convenience copy of events the database already holds; losing it never fails a run.
             return
+
+    async def replay(self, uow: UnitOfWorkFactory, run_id: str) -> None:
+        """Append every event the database holds for the run: the log of a run the Service ends itself
+        (recovery, a cancel before start), where no executor wrote one as it went."""
+        after: int | None = None
+        while True:
+            async with uow(read_only=True) as unit:
+                page = await unit.run_events.list_page(run_id, PageRequest(limit=500, after=after))
+            for event in page.items:
+                level = "ERROR" if event.type in ("ITEM_ERROR", "RUN_LOST") else "INFO"
+                await self.append(
+                    log_line(event.occurred_at, event.type, event.data, run_id=run_id, level=level)
+                )
+            if page.next_after is None:
+                return
+            after = page.next_after
 
     async def finish(self) -> Artifact | None:
         if self._file is None or self._file.broken:

@@ -50,7 +50,7 @@ from ._metrics import ExecutionMetrics, RunMeter
 from ._recipients import RecipientScope, SnapshotRecipientSource
 from ._results import FencedResultSink
 from ._secrets import RegisteredSecrets, StoredSecretResolver
-from ._settle import settle_items
+from ._settle import SettleCause, settle_items
 from ._snapshot import RunSnapshot
 from ._spec import execution_spec
 from ._store import ArtifactStore
@@ -359,7 +359,7 @@ class RunExecution:
             scope=scope,
             dispatched_through=0,
             artifacts=artifacts,
-            reason=f"the run was refused before dispatch ({code})",
+            cause=SettleCause.executor_lost(f"the run was refused before dispatch ({code})"),
             clock=self._ctx.clock,
             batch_size=self._ctx.settle_batch_size,
         )

@@ -8,6 +8,9 @@ above it; the result artifacts and the run log are rebuilt from the database; an
 PARTIAL with the counts written in the same transaction as the terminal state — CANCELLED, its command
 APPLIED, when it was being cancelled or a cancel accepted for it was never applied by the dead executor.
 Resending UNKNOWN or UNSENT items is the operator's decision.
+
+The same settling ends a run cancelled while PENDING (CANCELLING, never started, no executor to wait
+for): every recipient UNSENT in batches of short transactions, its files, then CANCELLED.
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from wepush.server.domain import (
     AgentLease,
     ArtifactOwnerType,
     ArtifactState,
+    Keyset,
     PageRequest,
     Run,
     RunCommand,
@@ -39,7 +43,7 @@ from ._fence import plain_transactions, retrying
 from ._notifier import RunAvailabilityNotifier
 from ._recipients import RecipientScope
 from ._recovery_locks import InProcessRecoveryLocks, RecoveryLocks
-from ._settle import SETTLED_CODE, settle_items
+from ._settle import SETTLED_CODE, SettleCause, settle_items
 from ._store import ArtifactStore
 
 __all__ = ["EXECUTING_STATES", "RecoveryOutcome", "RunRecovery"]
@@ -47,6 +51,40 @@ __all__ = ["EXECUTING_STATES", "RecoveryOutcome", "RunRecovery"]
 EXECUTING_STATES = frozenset({RunState.LEASED, RunState.RUNNING, RunState.PAUSED, RunState.CANCELLING})
 
 _log = logging.getLogger("wepush.server.execution")
+
+CANCELLED_BEFORE_START = "cancelled before any agent started it"
+
+
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """How the Service ends a run no executor will end: after its executor was lost, or a cancel that
+    came before any agent started it."""
+
+    cause: str
+    items: SettleCause
+    """What each recipient given an outcome here carries."""
+    stop_reason: str
+    recovered: bool
+    log_event: str
+    reason: str | None = None
+    """The run's final reason; ``None`` for the counts summary of a recovery."""
+
+    @classmethod
+    def recovery(cls, cause: str) -> _Ending:
+        items = SettleCause.executor_lost(f"{cause}: the outcome was not recorded")
+        return cls(cause, items, SETTLED_CODE, recovered=True, log_event="RUN_RECOVERED")
+
+    @classmethod
+    def cancel_before_start(cls, run: Run) -> _Ending:
+        # Like the engine's own UNSENT after a cancel: no provider code, nothing was attempted.
+        return cls(
+            CANCELLED_BEFORE_START,
+            SettleCause(None, None),
+            "CANCELLED",
+            recovered=False,
+            log_event="RUN_CANCELLED",
+            reason=run.state_reason or CANCELLED_BEFORE_START,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +97,9 @@ class RecoveryOutcome:
 
 
 class RunRecovery:
-    """Settles runs left behind by a dead executor. Safe to call again for the same run: every step is a
-    conditional transition, and a step another instance already took ends the call."""
+    """Settles runs no executor will end: left behind by a dead one, or cancelled before any started. Safe
+    to call again for the same run: every step is a conditional transition, and a step another instance
+    already took ends the call."""
 
     def __init__(
         self,
@@ -102,6 +141,8 @@ class RunRecovery:
             return None  # the run moved on meanwhile (finished, or another instance recovers it)
         if run is None:
             return None
+        if run.cancelled_before_start:
+            return await self.finish_cancelled(run)  # no executor ever held it: nothing was lost
         _log.warning(
             "run %s was lost (%s); recovering",
             run.id,
@@ -125,6 +166,8 @@ class RunRecovery:
             previous = run.state
             if active is not None or run.state not in (*EXECUTING_STATES, RunState.LOST):
                 return None, previous
+            if run.cancelled_before_start:
+                return run, previous
             if run.state is not RunState.LOST:
                 run = await uow.runs.transition(
                     run.workspace_id, run.id, expected_version=run.version, target=RunState.LOST, reason=cause
@@ -138,6 +181,51 @@ class RunRecovery:
                     [RunEventDraft(type="RUN_LOST", occurred_at=self._clock(), data=data)],
                 )
         return run, previous
+
+    async def finish_cancelled(self, run: Run) -> RecoveryOutcome | None:
+        """End a run cancelled before any agent started it (``Run.cancelled_before_start``): every
+        recipient UNSENT in batches, the UNSENT file and the run log, then CANCELLED with its counts.
+        ``None`` when the run is no such run (any more) or another instance is ending it."""
+        async with self._locks.hold(run.id) as mine:
+            if not mine:
+                return None
+            async with self._uow(read_only=True) as uow:
+                current = await uow.runs.get(run.workspace_id, run.id)
+            if not current.cancelled_before_start:
+                return None
+            # What an interrupted earlier pass left is replaced; its recorded items keep their outcome.
+            await self._supersede_artifacts(current)
+            return await self._settle(
+                current, _Ending.cancel_before_start(current), RunState.CANCELLING, 0, None
+            )
+
+    async def finish_cancelled_runs(self) -> int:
+        """One pass over the runs cancelled before any agent started them; how many this pass ended."""
+        ended = 0
+        after: Keyset | None = None
+        while True:
+            async with self._uow(read_only=True) as uow:
+                page = await uow.runs.scan([RunState.CANCELLING], PageRequest(limit=100, after=after))
+            for run in page.items:
+                if run.cancelled_before_start and await self.finish_cancelled(run) is not None:
+                    ended += 1
+            if page.next_after is None:
+                return ended
+            after = page.next_after
+
+    async def finish_cancelled_every(self, interval: timedelta, notifier: RunAvailabilityNotifier) -> None:
+        """The Service's own loop (every instance, with or without an embedded agent): a pass whenever
+        ``notifier`` hints (a cancel was stored) and at least every ``interval``; a failed pass is retried."""
+        with notifier.listening() as hint:
+            while True:
+                try:
+                    await self.finish_cancelled_runs()
+                except Exception:
+                    _log.exception(
+                        "ending cancelled runs failed; retrying on the next pass",
+                        extra={"event": "RUN_CANCEL_FINISH_FAILED"},
+                    )
+                await hint.wait(interval.total_seconds())
 
     async def recover_run(
         self, run: Run, cause: str, *, previous: RunState | None = None, requeue: bool = True
@@ -191,7 +279,7 @@ class RunRecovery:
         cancelling = previous is RunState.CANCELLING or cancel is not None
         if mark == 0 and recorded == 0 and requeue and not cancelling:
             return await self._requeue(run, cause)
-        return await self._settle(run, cause, previous, mark, cancel)
+        return await self._settle(run, _Ending.recovery(cause), previous, mark, cancel)
 
     async def _pending_cancel(self, run: Run) -> RunCommand | None:
         """A cancel accepted for the run that its executor never applied (for example one sent while the
@@ -217,7 +305,7 @@ class RunRecovery:
         return RecoveryOutcome(run.id, RunState.PENDING, RunCounts(total=run.recipient_count), 0, 0)
 
     async def _settle(
-        self, run: Run, cause: str, previous: RunState | None, mark: int, cancel: RunCommand | None
+        self, run: Run, ending: _Ending, previous: RunState | None, mark: int, cancel: RunCommand | None
     ) -> RecoveryOutcome:
         writer = RunArtifactWriter(
             store=self._store,
@@ -228,16 +316,25 @@ class RunRecovery:
             retention=self._retention,
         )
         artifacts = ResultArtifacts(writer)
-        settled = await settle_items(
-            tx=self._tx,
-            scope=RecipientScope.of_run(run),
-            dispatched_through=mark,
-            artifacts=artifacts,
-            reason=f"{cause}: the outcome was not recorded",
-            clock=self._clock,
-            batch_size=self._batch_size,
-        )
-        await artifacts.close()
+        log = RunLog(writer)
+        try:
+            settled = await settle_items(
+                tx=self._tx,
+                scope=RecipientScope.of_run(run),
+                dispatched_through=mark,
+                artifacts=artifacts,
+                cause=ending.items,
+                clock=self._clock,
+                batch_size=self._batch_size,
+            )
+            await artifacts.close()
+            await self._write_log(run, log, ending, settled.counts)
+        except BaseException:
+            # Interrupted (database gone, shutdown): close the files here; the next pass marks their rows
+            # FAILED and writes them again, and the items recorded so far keep their outcome.
+            await artifacts.abandon()
+            await log.abandon()
+            raise
         counts = replace(settled.counts, retried=run.counts.retried)
         if previous is RunState.CANCELLING or cancel is not None:
             final = RunState.CANCELLED
@@ -245,15 +342,14 @@ class RunRecovery:
             final = RunState.SUCCEEDED
         else:
             final = RunState.PARTIAL if counts.succeeded else RunState.FAILED
-        reason = (
-            f"{cause}: {counts.unknown} item(s) UNKNOWN (may have been sent), {counts.unsent} UNSENT; "
+        reason = ending.reason or (
+            f"{ending.cause}: {counts.unknown} item(s) UNKNOWN (may have been sent), {counts.unsent} UNSENT; "
             "nothing was sent again, resend them explicitly if needed"
         )
         if cancel is not None:
             given = cancel.payload.get("reason")
             reason = given if isinstance(given, str) and given else f"cancelled by command; {reason}"
-        await self._write_log(run, writer, cause, counts)
-        completed = self._completed(final, counts, cause, settled.unknown_added, settled.unsent_added)
+        completed = self._completed(final, counts, ending, settled.unknown_added, settled.unsent_added)
 
         async def terminal() -> None:
             async with self._uow() as uow:
@@ -272,13 +368,22 @@ class RunRecovery:
                 await reject_pending(uow, run.id, f"RUN_STATE_CONFLICT: run is {final.value}")
 
         await retrying(terminal)
-        _log.warning(
-            "run %s recovered as %s (%s)",
-            run.id,
-            final.value,
-            reason,
-            extra={"event": "RUN_RECOVERED", "workspaceId": run.workspace_id, "runId": run.id},
-        )
+        ids = {"workspaceId": run.workspace_id, "runId": run.id}
+        if ending.recovered:
+            _log.warning(
+                "run %s recovered as %s (%s)",
+                run.id,
+                final.value,
+                reason,
+                extra={"event": "RUN_RECOVERED", **ids},
+            )
+        else:
+            _log.info(
+                "run %s cancelled before start: %d recipient(s) UNSENT",
+                run.id,
+                counts.unsent,
+                extra={"event": "RUN_CANCELLED", **ids},
+            )
         return RecoveryOutcome(run.id, final, counts, settled.unknown_added, settled.unsent_added)
 
     def _cancel_acknowledged(self, cancel: RunCommand) -> RunEventDraft:
@@ -294,7 +399,7 @@ class RunRecovery:
         )
 
     def _completed(
-        self, final: RunState, counts: RunCounts, cause: str, unknown_added: int, unsent_added: int
+        self, final: RunState, counts: RunCounts, ending: _Ending, unknown_added: int, unsent_added: int
     ) -> RunEventDraft:
         return RunEventDraft(
             type="RUN_COMPLETED",
@@ -310,9 +415,9 @@ class RunRecovery:
                     "skipped": counts.skipped,
                     "retried": counts.retried,
                 },
-                "stopReason": SETTLED_CODE,
-                "recovered": True,
-                "cause": cause,
+                "stopReason": ending.stop_reason,
+                "recovered": ending.recovered,
+                "cause": ending.cause,
                 "unknownAdded": unknown_added,
                 "unsentAdded": unsent_added,
             },
@@ -333,27 +438,15 @@ class RunRecovery:
                 async with self._uow() as uow:
                     await uow.artifacts.mark_deleted(deleting.id)
 
-    async def _write_log(self, run: Run, writer: RunArtifactWriter, cause: str, counts: RunCounts) -> None:
-        log = RunLog(writer)
-        after: int | None = None
-        while True:
-            async with self._uow(read_only=True) as uow:
-                page = await uow.run_events.list_page(run.id, PageRequest(limit=500, after=after))
-            for event in page.items:
-                level = "ERROR" if event.type in ("ITEM_ERROR", "RUN_LOST") else "INFO"
-                await log.append(
-                    log_line(event.occurred_at, event.type, event.data, run_id=run.id, level=level)
-                )
-            if page.next_after is None:
-                break
-            after = page.next_after
+    async def _write_log(self, run: Run, log: RunLog, ending: _Ending, counts: RunCounts) -> None:
+        await log.replay(self._uow, run.id)
         await log.append(
             log_line(
                 self._clock(),
-                "RUN_RECOVERED",
-                {"cause": cause, "unknown": counts.unknown, "unsent": counts.unsent},
+                ending.log_event,
+                {"cause": ending.cause, "unknown": counts.unknown, "unsent": counts.unsent},
                 run_id=run.id,
-                level="WARN",
+                level="WARN" if ending.recovered else "INFO",
             )
         )
         await log.finish()

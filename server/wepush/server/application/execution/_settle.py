@@ -25,9 +25,23 @@ from ._recipients import RecipientScope, read_recipients
 from ._results import engine_result, stored_result
 from ._spec import recipient_record
 
-__all__ = ["SETTLED_CODE", "SettledItems", "settle_items"]
+__all__ = ["SETTLED_CODE", "SettleCause", "SettledItems", "settle_items"]
 
 SETTLED_CODE = "EXECUTOR_LOST"
+
+
+@dataclass(frozen=True, slots=True)
+class SettleCause:
+    """What each item given an outcome here carries: ``provider_code`` and ``diagnostic``."""
+
+    code: str | None
+    diagnostic: str | None
+
+    @classmethod
+    def executor_lost(cls, reason: str) -> SettleCause:
+        return cls(SETTLED_CODE, reason)
+
+
 _FINAL = frozenset(
     {ItemState.SUCCEEDED, ItemState.FAILED, ItemState.UNKNOWN, ItemState.UNSENT, ItemState.SKIPPED}
 )
@@ -42,7 +56,11 @@ class SettledItems:
 
 
 def _settled(
-    scope: RecipientScope, recipient: Recipient, state: EngineItemState, reason: str, now: datetime
+    scope: RecipientScope,
+    recipient: Recipient,
+    state: EngineItemState,
+    cause: SettleCause,
+    now: datetime,
 ) -> EngineItemResult:
     record = recipient_record(scope.run_id, recipient)
     return EngineItemResult(
@@ -52,8 +70,8 @@ def _settled(
         state=state,
         attempt=1 if state is EngineItemState.UNKNOWN else 0,
         error_category=ErrorCategory.UNKNOWN if state is EngineItemState.UNKNOWN else None,
-        provider_code=SETTLED_CODE,
-        diagnostic=reason,
+        provider_code=cause.code,
+        diagnostic=cause.diagnostic,
         finished_at=now,
         recipient=record.fields,
     )
@@ -65,7 +83,7 @@ async def _settle_page(
     after: int | None,
     batch_size: int,
     dispatched_through: int,
-    reason: str,
+    cause: SettleCause,
     clock: Callable[[], datetime],
 ) -> tuple[list[Recipient], dict[int, RunItem], dict[int, EngineItemResult]]:
     """One transaction: a page of recipients, their stored outcomes, and a result for each one missing."""
@@ -83,7 +101,7 @@ async def _settle_page(
                 scope,
                 r,
                 EngineItemState.UNKNOWN if r.sequence <= dispatched_through else EngineItemState.UNSENT,
-                reason,
+                cause,
                 now,
             )
             for r in page.items
@@ -101,7 +119,7 @@ async def settle_items(
     scope: RecipientScope,
     dispatched_through: int,
     artifacts: ResultArtifacts,
-    reason: str,
+    cause: SettleCause,
     clock: Callable[[], datetime],
     batch_size: int = 500,
 ) -> SettledItems:
@@ -110,7 +128,7 @@ async def settle_items(
     after: int | None = None
     while True:
         recipients, known, fresh = await retrying(
-            partial(_settle_page, tx, scope, after, batch_size, dispatched_through, reason, clock)
+            partial(_settle_page, tx, scope, after, batch_size, dispatched_through, cause, clock)
         )
         if not recipients:
             break

@@ -192,6 +192,10 @@ class SqlRunRepository(SqlRepository):
         }
         if target is RunState.RUNNING:
             values["started_at"] = func.coalesce(run.c.started_at, literal(now, UtcDateTime()))
+        elif target is RunState.PENDING:
+            # Queued again by a recovery, nothing dispatched: it starts anew when an agent runs it, and a
+            # cancel meanwhile is one before start (``Run.cancelled_before_start``), ended by the Service.
+            values["started_at"] = None
         if target in TERMINAL_RUN_STATES:
             values["ended_at"] = now
         row = await self._one(
