@@ -285,6 +285,54 @@ async def test_txt_import_reads_one_value_per_line_and_dedupes_on_it(
         ]
 
 
+@pytest.mark.parametrize("plain", [True, False], ids=["plain-lines", "quoted-lines"])
+async def test_csv_values_are_trimmed_so_a_stray_space_is_not_another_recipient(
+    tmp_path: Path, plain: bool
+) -> None:
+    # Spreadsheets and hand-edited files leave spaces, tabs and full-width spaces around values. A quote in
+    # a file sends its lines through the CSV parser instead of the plain fast path: both trim alike.
+    quoted = "" if plain else '"13800000009","Quoted "\n'
+    body = (
+        "mobile , name\n"
+        "13800000001,Ann\n"
+        " 13800000001 ,Ann again\n"  # the same recipient: a duplicate, not a second one
+        "13800000002\t,\u3000Bob Lee \n"
+        "   ,Nobody\n"  # only spaces: the item id is empty
+        f"{quoted}"
+    ).encode()
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+        started = await start_import(
+            app, ws, audience["id"], itemIdField="mobile", fieldMapping={"mobile": "mobile", "name": "name"}
+        )
+        staged = expect(await upload(app, ws, audience["id"], started["id"], body), 200)
+        snapshot = expect(await commit(app, ws, audience["id"], started["id"], audience["version"]), 201)
+        page = await first_recipients(app, ws, snapshot["id"])
+
+        kept = await create_audience(app, ws, "exact")
+        exact = await start_import(
+            app, ws, kept["id"], itemIdField="mobile", trimWhitespace=False, fieldMapping={"mobile": "mobile"}
+        )
+        untrimmed = expect(await upload(app, ws, kept["id"], exact["id"], b"mobile\n1\n 1\n"), 200)
+
+    assert started["trimWhitespace"] is True
+    assert staged["counts"] == {
+        "totalRows": 4 if plain else 5,
+        "acceptedRows": 2 if plain else 3,
+        "rejectedRows": 1,
+        "duplicateRows": 1,
+    }
+    expected = [("13800000001", {"mobile": "13800000001", "name": "Ann"})]
+    expected += [("13800000002", {"mobile": "13800000002", "name": "Bob Lee"})]
+    if not plain:
+        expected += [("13800000009", {"mobile": "13800000009", "name": "Quoted"})]
+    assert [(r["itemId"], r["fields"]) for r in page["items"]] == expected
+    # Kept exactly as in the file when asked: " 1" is then another recipient.
+    assert exact["trimWhitespace"] is False
+    assert untrimmed["counts"]["acceptedRows"] == 2
+
+
 async def test_a_txt_import_reads_its_first_line_as_a_value_unless_told_it_is_a_header(
     tmp_path: Path,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -36,6 +37,14 @@ def test_consistent_settings_have_no_problems_and_round_trip_through_options() -
     )
     assert settings.issues(LIMITS) == []
     assert ImportSettings.from_options(ImportFormat.CSV, settings.to_options()) == settings
+    exact = replace(settings, trim_whitespace=False)
+    assert ImportSettings.from_options(ImportFormat.CSV, exact.to_options()) == exact
+
+
+def test_an_import_stored_before_trimming_existed_reads_back_untrimmed() -> None:
+    options = ImportSettings(format=ImportFormat.CSV, field_mapping={"m": "mobile"}).to_options()
+    del options["trimWhitespace"]
+    assert ImportSettings.from_options(ImportFormat.CSV, options).trim_whitespace is False
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ class AudienceImport(BaseModel):
     has_header: StrictBool = Field(alias="hasHeader")
     delimiter: Annotated[str, Field(min_length=1, strict=True, max_length=1)]
     encoding: AudienceImportEncoding
+    trim_whitespace: Optional[StrictBool] = Field(default=None, description="Whether CSV values were trimmed (false for imports created before the setting existed). Always sent; optional so that a client of this contract still reads an older Service's imports.", alias="trimWhitespace")
     field_mapping: Dict[str, Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(alias="fieldMapping")
     item_id_field: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(default=None, description="Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.", alias="itemIdField", json_schema_extra={"examples": ["mobile"]})
     dedupe_keys: List[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(alias="dedupeKeys")
@@ -49,7 +50,7 @@ class AudienceImport(BaseModel):
     created_at: datetime = Field(alias="createdAt")
     updated_at: datetime = Field(alias="updatedAt")
     expires_at: datetime = Field(description="Uncommitted staging data is discarded after this instant (state EXPIRED).", alias="expiresAt")
-    __properties: ClassVar[List[str]] = ["id", "audienceId", "state", "format", "hasHeader", "delimiter", "encoding", "fieldMapping", "itemIdField", "dedupeKeys", "counts", "failureReason", "snapshotId", "createdAt", "updatedAt", "expiresAt"]
+    __properties: ClassVar[List[str]] = ["id", "audienceId", "state", "format", "hasHeader", "delimiter", "encoding", "trimWhitespace", "fieldMapping", "itemIdField", "dedupeKeys", "counts", "failureReason", "snapshotId", "createdAt", "updatedAt", "expiresAt"]
 
     @field_validator('item_id_field', mode="before")
     def item_id_field_validate_regular_expression(cls, value):
@@ -132,6 +133,7 @@ class AudienceImport(BaseModel):
             "hasHeader": obj.get("hasHeader"),
             "delimiter": obj.get("delimiter"),
             "encoding": obj.get("encoding"),
+            "trimWhitespace": obj.get("trimWhitespace"),
             "fieldMapping": obj.get("fieldMapping"),
             "itemIdField": obj.get("itemIdField"),
             "dedupeKeys": obj.get("dedupeKeys"),

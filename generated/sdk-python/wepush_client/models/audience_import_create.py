@@ -34,10 +34,11 @@ class AudienceImportCreate(BaseModel):
     has_header: Optional[StrictBool] = Field(default=None, description="Whether the first line names the columns. When omitted: true for CSV, false for TXT (a list of values, one per line).", alias="hasHeader")
     delimiter: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=1)]] = Field(default=',', description="CSV field delimiter; ignored for TXT.")
     encoding: Optional[AudienceImportEncoding] = None
+    trim_whitespace: Optional[StrictBool] = Field(default=True, description="Remove leading and trailing whitespace (spaces, tabs, full-width spaces) from every CSV value, quoted or not, before it is checked, deduplicated and stored: spreadsheets and hand-edited files often leave \" 13800000001\" or \"13800000001 \", which would otherwise be a different recipient. Set false to keep values exactly as in the file. A TXT line is always trimmed.", alias="trimWhitespace")
     field_mapping: Dict[str, Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(description="Source column → recipient field name.", alias="fieldMapping", json_schema_extra={"examples": [{"Mobile": "mobile", "Name": "name"}]})
     item_id_field: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = Field(default=None, description="Recipient field name (case-sensitive), as message templates name it (`{{mobile}}`): a letter or `_`, then letters, digits, `_` or `-`. The source column it is read from may have any name.", alias="itemIdField", json_schema_extra={"examples": ["mobile"]})
     dedupe_keys: Optional[Annotated[List[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(max_length=16)]] = Field(default=None, description="Recipient fields whose combined value identifies duplicates; the first row wins. Without itemIdField or dedupeKeys, a TXT import's one field identifies its recipients (the same line twice is one recipient), and every CSV row is a recipient of its own.", alias="dedupeKeys", json_schema_extra={"examples": [["mobile"]]})
-    __properties: ClassVar[List[str]] = ["format", "hasHeader", "delimiter", "encoding", "fieldMapping", "itemIdField", "dedupeKeys"]
+    __properties: ClassVar[List[str]] = ["format", "hasHeader", "delimiter", "encoding", "trimWhitespace", "fieldMapping", "itemIdField", "dedupeKeys"]
 
     @field_validator('item_id_field', mode="before")
     def item_id_field_validate_regular_expression(cls, value):
@@ -104,6 +105,7 @@ class AudienceImportCreate(BaseModel):
             "hasHeader": obj.get("hasHeader"),
             "delimiter": obj.get("delimiter") if obj.get("delimiter") is not None else ',',
             "encoding": obj.get("encoding"),
+            "trimWhitespace": obj.get("trimWhitespace") if obj.get("trimWhitespace") is not None else True,
             "fieldMapping": obj.get("fieldMapping"),
             "itemIdField": obj.get("itemIdField"),
             "dedupeKeys": obj.get("dedupeKeys")

@@ -77,6 +77,10 @@ export interface AudienceImport {
      */
     encoding: AudienceImportEncoding;
     /**
+     * Whether CSV values were trimmed (false for imports created before the setting existed). Always sent; optional so that a client of this contract still reads an older Service's imports.
+     */
+    trimWhitespace?: boolean;
+    /**
      * 
      */
     fieldMapping: { [key: string]: string; };
@@ -153,6 +157,7 @@ export function AudienceImportFromJSONTyped(json: any, ignoreDiscriminator: bool
         'hasHeader': json['hasHeader'],
         'delimiter': json['delimiter'],
         'encoding': AudienceImportEncodingFromJSON(json['encoding']),
+        'trimWhitespace': json['trimWhitespace'] == null ? undefined : json['trimWhitespace'],
         'fieldMapping': json['fieldMapping'],
         'itemIdField': json['itemIdField'] == null ? undefined : json['itemIdField'],
         'dedupeKeys': json['dedupeKeys'],
@@ -183,6 +188,7 @@ export function AudienceImportToJSONTyped(value?: AudienceImport | null, ignoreD
         'hasHeader': value['hasHeader'],
         'delimiter': value['delimiter'],
         'encoding': AudienceImportEncodingToJSON(value['encoding']),
+        'trimWhitespace': value['trimWhitespace'],
         'fieldMapping': value['fieldMapping'],
         'itemIdField': value['itemIdField'],
         'dedupeKeys': value['dedupeKeys'],

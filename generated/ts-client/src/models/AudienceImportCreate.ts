@@ -51,6 +51,10 @@ export interface AudienceImportCreate {
      */
     encoding?: AudienceImportEncoding;
     /**
+     * Remove leading and trailing whitespace (spaces, tabs, full-width spaces) from every CSV value, quoted or not, before it is checked, deduplicated and stored: spreadsheets and hand-edited files often leave " 13800000001" or "13800000001 ", which would otherwise be a different recipient. Set false to keep values exactly as in the file. A TXT line is always trimmed.
+     */
+    trimWhitespace?: boolean;
+    /**
      * Source column → recipient field name.
      */
     fieldMapping: { [key: string]: string; };
@@ -89,6 +93,7 @@ export function AudienceImportCreateFromJSONTyped(json: any, ignoreDiscriminator
         'hasHeader': json['hasHeader'] == null ? undefined : json['hasHeader'],
         'delimiter': json['delimiter'] == null ? undefined : json['delimiter'],
         'encoding': json['encoding'] == null ? undefined : AudienceImportEncodingFromJSON(json['encoding']),
+        'trimWhitespace': json['trimWhitespace'] == null ? undefined : json['trimWhitespace'],
         'fieldMapping': json['fieldMapping'],
         'itemIdField': json['itemIdField'] == null ? undefined : json['itemIdField'],
         'dedupeKeys': json['dedupeKeys'] == null ? undefined : new Set(json['dedupeKeys']),
@@ -110,6 +115,7 @@ export function AudienceImportCreateToJSONTyped(value?: AudienceImportCreate | n
         'hasHeader': value['hasHeader'],
         'delimiter': value['delimiter'],
         'encoding': AudienceImportEncodingToJSON(value['encoding']),
+        'trimWhitespace': value['trimWhitespace'],
         'fieldMapping': value['fieldMapping'],
         'itemIdField': value['itemIdField'],
         'dedupeKeys': value['dedupeKeys'] == null ? undefined : Array.from(value['dedupeKeys'] as Set<any>),

@@ -101,6 +101,7 @@ def render_import(audience_import: AudienceImport) -> dict[str, Any]:
         "hasHeader": settings.has_header,
         "delimiter": settings.delimiter,
         "encoding": settings.encoding,
+        "trimWhitespace": settings.trim_whitespace,
         "fieldMapping": dict(settings.field_mapping),
         "dedupeKeys": list(settings.dedupe_keys),
         "counts": {

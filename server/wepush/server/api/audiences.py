@@ -103,6 +103,7 @@ def _settings(body: dict[str, Any]) -> ImportSettings:
         encoding=body.get("encoding", "utf-8"),
         item_id_field=body.get("itemIdField"),
         dedupe_keys=tuple(body.get("dedupeKeys", ())),
+        trim_whitespace=body.get("trimWhitespace", True),
     )
 
 

@@ -108,6 +108,8 @@ class RowBuilder:
         self._width = 0
         self._key_fields = settings.key_fields
         self._key_index: int | None = None
+        # TXT values are stripped where the line is read; CSV values here, once split or parsed.
+        self._trim = settings.trim_whitespace and settings.format is not ImportFormat.TXT
 
     @property
     def source_columns(self) -> list[str]:
@@ -224,11 +226,13 @@ class RowBuilder:
                 self._build_one(import_id, line_number + index + 1, lines[index], txt, append)
             return out
         width, key_index, max_field = self._width, self._key_index, self._max_field
-        delimiter, accepted = self._settings.delimiter, _ACCEPTED.value
+        delimiter, accepted, trim = self._settings.delimiter, _ACCEPTED.value, self._trim
         encode = self._encode_fields(verbatim=block.json_verbatim)
         for index in range(start, len(lines)):
             line = lines[index]
             values = [line.strip()] if txt else line.split(delimiter)
+            if trim:
+                values = [value.strip() for value in values]
             if not values[0] and (txt or not line):
                 continue
             key = values[key_index] if len(values) == width else ""
@@ -288,6 +292,8 @@ class RowBuilder:
             if code == RecordProblem.INVALID_ENCODING:
                 reason += _OTHER_ENCODING_HINTS.get(encoding, "")
             return self._reject(line, code, reason, raw)
+        if self._trim:
+            values = [value.strip() for value in values]
         if self._columns is None:
             self._set_columns([str(n) for n in range(1, len(values) + 1)], line)
         if len(values) != self._width:

@@ -58,6 +58,8 @@ class ImportSettings:
     encoding: str = "utf-8"
     item_id_field: str | None = None
     dedupe_keys: tuple[str, ...] = ()
+    #: Strip every CSV value (TXT lines always are): a stray space must not make another recipient.
+    trim_whitespace: bool = True
 
     @property
     def key_fields(self) -> tuple[str, ...]:
@@ -159,6 +161,7 @@ class ImportSettings:
             "encoding": self.encoding,
             "fieldMapping": dict(self.field_mapping),
             "dedupeKeys": list(self.dedupe_keys),
+            "trimWhitespace": self.trim_whitespace,
         }
         if self.item_id_field is not None:
             options["itemIdField"] = self.item_id_field
@@ -174,6 +177,8 @@ class ImportSettings:
             encoding=str(options["encoding"]),
             item_id_field=options.get("itemIdField"),
             dedupe_keys=tuple(options.get("dedupeKeys", ())),
+            # Imports stored before the setting existed kept their values as they were.
+            trim_whitespace=bool(options.get("trimWhitespace", False)),
         )
 
 

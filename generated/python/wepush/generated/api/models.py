@@ -845,6 +845,10 @@ class AudienceImportCreate(BaseModel):
         min_length=1,
     )
     encoding: AudienceImportEncoding | None = None
+    trimWhitespace: bool = Field(
+        True,
+        description='Remove leading and trailing whitespace (spaces, tabs, full-width spaces) from every CSV value, quoted or not, before it is checked, deduplicated and stored: spreadsheets and hand-edited files often leave " 13800000001" or "13800000001 ", which would otherwise be a different recipient. Set false to keep values exactly as in the file. A TXT line is always trimmed.',
+    )
     fieldMapping: dict[str, RecipientFieldName] = Field(
         ...,
         description="Source column → recipient field name.",
@@ -895,6 +899,10 @@ class AudienceImport(BaseModel):
     hasHeader: bool
     delimiter: str = Field(..., max_length=1, min_length=1)
     encoding: AudienceImportEncoding
+    trimWhitespace: bool | None = Field(
+        None,
+        description="Whether CSV values were trimmed (false for imports created before the setting existed). Always sent; optional so that a client of this contract still reads an older Service's imports.",
+    )
     fieldMapping: dict[str, RecipientFieldName]
     itemIdField: str | None = Field(
         None,
