@@ -5,10 +5,12 @@ CANCELLING first, records what was never dispatched UNSENT, and is CANCELLED onc
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.integration.execution._world import (
     World,
@@ -22,9 +24,18 @@ from tests.integration.execution._world import (
 )
 from wepush.server.application._run_commands import CommandRequest, accept_command
 from wepush.server.application.execution import RunRecovery, move_run
-from wepush.server.domain import ItemState, PageRequest, Run, RunCommandType, RunState, utc_now
+from wepush.server.domain import (
+    ArtifactOwnerType,
+    ArtifactState,
+    ItemState,
+    PageRequest,
+    Run,
+    RunCommandType,
+    RunState,
+    utc_now,
+)
 from wepush.server.infra.artifacts import LocalArtifactStore
-from wepush.server.infra.db import SqlUnitOfWorkFactory
+from wepush.server.infra.db import DatabaseRecoveryLocks, SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
 RECIPIENTS = 23
@@ -156,3 +167,34 @@ async def test_a_pass_interrupted_half_way_is_finished_by_the_next_one(
     assert finished.state is RunState.CANCELLED
     assert items == {ItemState.UNSENT: RECIPIENTS}
     assert (await artifacts_of(uow, run))["UNSENT_ITEMS"].state.value == "READY"
+
+
+async def test_two_instances_passing_at_once_end_the_run_once(
+    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World, db_engine: AsyncEngine
+) -> None:
+    """Every Service instance runs the pass: two of them must not both write the run's items, files and
+    RUN_COMPLETED. Each holds its own locks (separate connections on PostgreSQL)."""
+    run = await create_run(uow, world)
+    await _cancel(uow, run)
+    first, second = (
+        RunRecovery(
+            uow=uow,
+            artifact_store=artifact_store,
+            clock=utc_now,
+            batch_size=5,
+            locks=DatabaseRecoveryLocks(db_engine),
+        )
+        for _ in range(2)
+    )
+
+    ended = await asyncio.gather(first.finish_cancelled_runs(), second.finish_cancelled_runs())
+
+    finished = await load_run(uow, run)
+    async with uow(read_only=True) as unit:
+        artifacts = await unit.artifacts.list_for_owner(run.workspace_id, ArtifactOwnerType.RUN, run.id)
+    assert sorted(ended) == [0, 1]
+    assert (finished.state, finished.counts.unsent) == (RunState.CANCELLED, RECIPIENTS)
+    assert types_of(await events_of(uow, run)).count("RUN_COMPLETED") == 1
+    # One set of files, none superseded by a second writer.
+    assert sorted(a.artifact_type for a in artifacts) == ["RESULTS_EXPORT", "RUN_LOG", "UNSENT_ITEMS"]
+    assert {a.state for a in artifacts} == {ArtifactState.READY}
