@@ -150,6 +150,32 @@ async def test_messages_list_by_name_and_provider(tmp_path: Path) -> None:
         assert (reused.status_code, reused.json()["code"]) == (400, "CURSOR_INVALID")
 
 
+async def test_a_whole_number_written_as_a_float_is_the_same_content(tmp_path: Path) -> None:
+    """A client that serialises floats sends 4096.0 where another sends 4096: one JSON number, so saving it
+    again makes no revision, and the content is stored (and read by providers) as the integer."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        message = await create_message(app, ws, content={**HTTP_CONTENT, "responseBodyMaxBytes": 4096.0})
+        url = ws_url(ws, "messages", message["id"])
+        again = await app.client.post(
+            f"{url}/revisions",
+            headers=app.admin(),
+            json={"content": {**HTTP_CONTENT, "responseBodyMaxBytes": 4096}, "basedOnRevision": 1},
+        )
+        first = expect(await app.client.get(f"{url}/revisions/1", headers=app.admin()), 200)
+        changed = await app.client.post(
+            f"{url}/revisions",
+            headers=app.admin(),
+            json={"content": {**HTTP_CONTENT, "responseBodyMaxBytes": 4096.5}, "basedOnRevision": 1},
+        )
+
+    assert (again.status_code, again.json()["revision"]) == (200, 1)
+    raw = first["content"]["responseBodyMaxBytes"]
+    assert (raw, type(raw)) == (4096, int)
+    # Not a whole number: another value, which this integer field refuses (it would have been a revision).
+    assert (changed.status_code, changed.json()["code"]) == (400, "VALIDATION_FAILED")
+
+
 async def test_saving_the_latest_content_again_makes_no_revision(tmp_path: Path) -> None:
     """Seed: a content *change* makes a revision. The same content again (its keys in another order)
     answers 200 with the latest revision; the message, its version and its revisions stay as they were."""

@@ -35,6 +35,7 @@ from wepush.server.domain import (
     PageRequest,
     VersionConflict,
     content_hash,
+    plain_numbers,
 )
 
 __all__ = ["MessageService"]
@@ -128,6 +129,7 @@ class MessageService:
         trace_id: str | None = None,
     ) -> Outcome:
         await self._authorize(principal, workspace_id, Role.OPERATOR, "message.create", trace_id=trace_id)
+        content = plain_numbers(content)
         self.check_content(provider_id, content, chosen=True)
         now = self._deps.clock()
 
@@ -260,6 +262,7 @@ class MessageService:
             await ensure_workspace(uow, principal, workspace_id)
             provider_id = (await uow.messages.get(workspace_id, message_id)).provider_id
         # The provider of a message never changes, so the content can be checked outside the transaction.
+        content = plain_numbers(content)
         self.check_content(provider_id, content)
         now = self._deps.clock()
 
@@ -279,7 +282,8 @@ class MessageService:
                     latest = await uow.messages.get_revision(
                         workspace_id, message_id, message.latest_revision
                     )
-                    if latest.content_hash == content_hash(content):
+                    # Both sides in the integer form: a revision stored before it existed may hold 4096.0.
+                    if content_hash(plain_numbers(latest.content)) == content_hash(content):
                         # Only a change of content makes a revision (seed): saving the same content again
                         # leaves the message, its version and its revisions as they are.
                         return Outcome(200, render(latest), latest.id)

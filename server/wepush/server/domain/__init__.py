@@ -34,7 +34,17 @@ from ._audience import (
     StagedRowStatus,
     staged_record,
 )
-from ._common import Clock, JsonObject, canonical_json, content_hash, hash_token, new_id, sha256_hex, utc_now
+from ._common import (
+    Clock,
+    JsonObject,
+    canonical_json,
+    content_hash,
+    hash_token,
+    new_id,
+    plain_numbers,
+    sha256_hex,
+    utc_now,
+)
 from ._errors import (
     DomainError,
     DuplicateResource,
@@ -210,6 +220,7 @@ __all__ = [
     "content_hash",
     "hash_token",
     "new_id",
+    "plain_numbers",
     "sha256_hex",
     "sources_of",
     "staged_record",

@@ -45,6 +45,27 @@ def sha256_hex(text: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: Beyond 2**53 a float no longer names one integer, so it is left as the client wrote it.
+_EXACT_FLOAT_INTEGERS = 2**53
+
+
+def plain_numbers(document: Any) -> Any:
+    """``document`` with every float that is a whole number written as an integer (4096.0 → 4096).
+
+    JSON has one number type: a client that serialises floats sends ``4096.0`` where another sends
+    ``4096``, and both mean the same content. Stored content uses the integer form, so comparing, hashing
+    and what a provider reads never depend on how the client spelt a number."""
+    if isinstance(document, float):
+        if document.is_integer() and abs(document) < _EXACT_FLOAT_INTEGERS:
+            return int(document)
+        return document
+    if isinstance(document, dict):
+        return {key: plain_numbers(value) for key, value in document.items()}
+    if isinstance(document, list):
+        return [plain_numbers(value) for value in document]
+    return document
+
+
 def content_hash(document: object) -> str:
     """SHA-256 of the canonical JSON form of ``document``."""
     return sha256_hex(canonical_json(document))
