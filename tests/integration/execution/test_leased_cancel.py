@@ -22,9 +22,16 @@ from wepush.agent.engine import EngineOptions, ExecutionEngine, ProviderResult, 
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory, Hang
 from wepush.server.application._run_commands import AcceptedCommand, CommandRequest, accept_command
-from wepush.server.application.execution import ExecutionContext, RunExecution, RunRecovery, move_run
+from wepush.server.application.execution import (
+    ExecutionContext,
+    RunExecution,
+    RunRecovery,
+    item_id_for,
+    move_run,
+)
 from wepush.server.domain import (
     ClaimedLease,
+    ItemResult,
     ItemState,
     Run,
     RunCommandState,
@@ -168,3 +175,49 @@ async def test_a_cancelling_run_whose_agent_died_before_dispatching_records_ever
     assert (finished.counts.total, finished.counts.unsent) == (20, 20)
     # Before, only the counts said UNSENT: the item pages were empty and a resend found nothing.
     assert items == {ItemState.UNSENT: 20}
+
+
+async def test_a_running_run_whose_agent_died_with_a_cancel_waiting_ends_cancelled(
+    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
+) -> None:
+    """The operator asked to stop; the agent died before it applied the command. Recovery sends nothing
+    more either way, so it carries the cancel out instead of refusing it and ending the run FAILED."""
+    run = await create_run(uow, world)
+    claimed = await claim_run(uow, world, run)
+    async with uow() as unit:
+        await move_run(unit, run.workspace_id, run.id, RunState.RUNNING)
+        await unit.runs.mark_dispatched(run.workspace_id, run.id, through_sequence=3)
+        await unit.run_items.record_results(
+            run.workspace_id,
+            run.id,
+            [
+                ItemResult(
+                    item_id=item_id_for(run.id, run.audience_snapshot_id, 1),
+                    sequence=1,
+                    state=ItemState.SUCCEEDED,
+                    attempt=1,
+                )
+            ],
+        )
+        accepted = await accept_command(
+            unit,
+            run.workspace_id,
+            run.id,
+            CommandRequest(RunCommandType.CANCEL, reason="stop it"),
+            utc_now(),
+        )
+
+    recovered = await RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now).recover_lease(
+        claimed.lease, "the executor died"
+    )
+
+    finished = await load_run(uow, run)
+    async with uow(read_only=True) as unit:
+        command = await unit.run_commands.get_by_command_id(accepted.command.command_id)
+        items = await unit.run_items.count_by_state(run.id)
+    assert recovered is not None
+    assert (finished.state, finished.state_reason) == (RunState.CANCELLED, "stop it")
+    assert command is not None
+    assert command.state is RunCommandState.APPLIED
+    # What may have been sent stays UNKNOWN; nothing is sent again.
+    assert items == {ItemState.SUCCEEDED: 1, ItemState.UNKNOWN: 2, ItemState.UNSENT: 17}
