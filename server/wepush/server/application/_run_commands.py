@@ -83,7 +83,7 @@ async def accept_command(
     # Held until the command is stored: a run that is finishing either waits and then answers the
     # command (it reads pending commands after it has moved), or is seen finished here and refuses it.
     run = await uow.runs.get(workspace_id, run_id, referencing=True)
-    target_state = check_command(run.id, run.state, request.type)
+    check_command(run.id, run.state, request.type)
     if request.type is RunCommandType.CHANGE_CONCURRENCY:
         _check_target(RunSnapshot.from_json(run.snapshot), request.target)
     command = await uow.run_commands.add(
@@ -97,7 +97,7 @@ async def accept_command(
             updated_at=now,
         )
     )
-    if run.state is RunState.PENDING and target_state is RunState.CANCELLED:
+    if run.state is RunState.PENDING and request.type is RunCommandType.CANCEL:
         command = await cancel_pending(uow, run, command, request.reason, now)
         return AcceptedCommand(command, applied_by_service=True)
     return AcceptedCommand(command, applied_by_service=False)

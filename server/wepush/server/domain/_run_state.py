@@ -99,8 +99,9 @@ def check_command(run_id: str, state: RunState, command: RunCommandType) -> RunS
     if command is RunCommandType.RESUME:
         return RunState.RUNNING
     if command is RunCommandType.CANCEL:
-        # A run nobody executes yet can be cancelled outright; otherwise the agent must drain first.
-        return RunState.CANCELLED if state is RunState.PENDING else RunState.CANCELLING
+        # Every cancel goes through CANCELLING: the agent drains first, or for a PENDING run the Service
+        # records its recipients UNSENT before it is CANCELLED.
+        return RunState.CANCELLING
     return None
 
 
