@@ -24,6 +24,7 @@ from wepush.agent.providers.fake import FakeProviderFactory, Hang
 from wepush.server.application._run_commands import AcceptedCommand, CommandRequest, accept_command
 from wepush.server.application.execution import (
     ExecutionContext,
+    RecoveryOutcome,
     RunExecution,
     RunRecovery,
     item_id_for,
@@ -34,6 +35,7 @@ from wepush.server.domain import (
     ItemResult,
     ItemState,
     Run,
+    RunCommand,
     RunCommandState,
     RunCommandType,
     RunState,
@@ -71,6 +73,20 @@ async def _leased_and_cancelled(
             utc_now(),
         )
     return run, claimed, accepted
+
+
+async def _recover_dead_agent(
+    uow: SqlUnitOfWorkFactory, store: LocalArtifactStore, claimed: ClaimedLease, accepted: AcceptedCommand
+) -> tuple[RecoveryOutcome | None, Run, RunCommand | None, dict[ItemState, int]]:
+    """Recover the run after its agent died; the run, its cancel command and its item counts after."""
+    recovered = await RunRecovery(uow=uow, artifact_store=store, clock=utc_now).recover_lease(
+        claimed.lease, "the executor died"
+    )
+    async with uow(read_only=True) as unit:
+        finished = await unit.runs.get(claimed.lease.workspace_id, claimed.lease.run_id)
+        command = await unit.run_commands.get_by_command_id(accepted.command.command_id)
+        items = await unit.run_items.count_by_state(claimed.lease.run_id)
+    return recovered, finished, command, items
 
 
 async def test_a_cancel_accepted_while_leased_is_applied_once_the_engine_runs(
@@ -127,14 +143,7 @@ async def test_a_leased_run_whose_agent_died_with_a_cancel_waiting_is_cancelled_
     run, claimed, accepted = await _leased_and_cancelled(uow, world)
 
     # The agent never started the run. Requeued, the next agent would send before it applied the cancel.
-    recovered = await RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now).recover_lease(
-        claimed.lease, "the executor died"
-    )
-
-    finished = await load_run(uow, run)
-    async with uow(read_only=True) as unit:
-        command = await unit.run_commands.get_by_command_id(accepted.command.command_id)
-        items = await unit.run_items.count_by_state(run.id)
+    recovered, finished, command, items = await _recover_dead_agent(uow, artifact_store, claimed, accepted)
     assert recovered is not None
     assert recovered.final_state is RunState.CANCELLED
     assert (finished.state, finished.state_reason) == (RunState.CANCELLED, "wrong audience")
@@ -207,14 +216,7 @@ async def test_a_running_run_whose_agent_died_with_a_cancel_waiting_ends_cancell
             utc_now(),
         )
 
-    recovered = await RunRecovery(uow=uow, artifact_store=artifact_store, clock=utc_now).recover_lease(
-        claimed.lease, "the executor died"
-    )
-
-    finished = await load_run(uow, run)
-    async with uow(read_only=True) as unit:
-        command = await unit.run_commands.get_by_command_id(accepted.command.command_id)
-        items = await unit.run_items.count_by_state(run.id)
+    recovered, finished, command, items = await _recover_dead_agent(uow, artifact_store, claimed, accepted)
     assert recovered is not None
     assert (finished.state, finished.state_reason) == (RunState.CANCELLED, "stop it")
     assert command is not None
