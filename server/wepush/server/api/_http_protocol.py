@@ -11,6 +11,12 @@ for ever: thousands of connections that send half a header line (or a few bytes 
 file descriptors without ever authenticating. Here a request's headers must arrive within
 ``HEADERS_TIMEOUT`` of the connection (or of the previous response), and a body may not fall silent for
 ``BODY_IDLE_TIMEOUT`` while the Service is reading it; a slow but steady upload of hours is unaffected.
+
+Nor does uvicorn bound the size of a request's headers: its parser gathers a header line of any length in
+memory, so one unauthenticated request with a 100 MB header held the event loop for seconds and the
+process's memory for good. A request line and headers longer than ``MAX_HEAD_BYTES`` together are
+answered 431 and the connection closed, as soon as that many bytes have arrived (nginx and Node.js stop
+at 8 to 32 KiB; every request of the contract needs well under 4 KiB).
 """
 
 from __future__ import annotations
@@ -26,12 +32,20 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from wepush.server.api._problems import PROBLEM_MEDIA_TYPE, problem_body
 from wepush.server.api.middleware import TRACE_ID_HEADER, security_headers
 
-__all__ = ["BODY_IDLE_TIMEOUT", "HEADERS_TIMEOUT", "ProblemHttpToolsProtocol", "unparsable_request_body"]
+__all__ = [
+    "BODY_IDLE_TIMEOUT",
+    "HEADERS_TIMEOUT",
+    "MAX_HEAD_BYTES",
+    "ProblemHttpToolsProtocol",
+    "unparsable_request_body",
+]
 
 #: Seconds a client has to send a request's headers, from the connection or from the previous response.
 HEADERS_TIMEOUT: Final = 30.0
 #: Seconds a request body may stay without a byte while the Service is ready to read it.
 BODY_IDLE_TIMEOUT: Final = 60.0
+#: Bytes a request line and its headers may take together.
+MAX_HEAD_BYTES: Final = 64 * 1024
 _log = logging.getLogger("wepush.server.api")
 
 
@@ -41,10 +55,22 @@ def unparsable_request_body(parser_message: str, trace_id: str | None = None) ->
     return json.dumps(body, separators=(",", ":")).encode("utf-8")
 
 
+def oversized_head_body(limit: int, trace_id: str | None = None) -> bytes:
+    detail = f"the request line and headers exceed {limit} bytes; nothing was processed"
+    body = problem_body("PAYLOAD_TOO_LARGE", detail, status=431, trace_id=trace_id)
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+
+
 class ProblemHttpToolsProtocol(HttpToolsProtocol):
     _slow_client: asyncio.TimerHandle | None = None
     headers_timeout: float = HEADERS_TIMEOUT
     body_idle_timeout: float = BODY_IDLE_TIMEOUT
+    max_head_bytes: int = MAX_HEAD_BYTES
+    #: Whether the parser is inside a request's line and headers, how many bytes they took so far, and
+    #: how many bytes of the chunk being parsed were body (not head).
+    _in_head = False
+    _head_bytes = 0
+    _body_bytes_fed = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -54,11 +80,28 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_expectation()
         super().connection_lost(exc)
 
+    def data_received(self, data: bytes) -> None:
+        self._body_bytes_fed = 0
+        super().data_received(data)
+        if not self._in_head or self.transport.is_closing():
+            return
+        # A chunk may end one request's body and start the next request's head: only the rest counts.
+        self._head_bytes += len(data) - self._body_bytes_fed
+        if self._head_bytes > self.max_head_bytes:
+            self._refuse_head()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = True
+        self._head_bytes = 0
+
     def on_headers_complete(self) -> None:
+        self._in_head = False
         super().on_headers_complete()
         self._expect_within(self.body_idle_timeout, "its request body")
 
     def on_body(self, body: bytes) -> None:
+        self._body_bytes_fed += len(body)
         super().on_body(body)
         self._expect_within(self.body_idle_timeout, "its request body")
 
@@ -95,11 +138,23 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
         )
         self.transport.close()
 
+    def _refuse_head(self) -> None:
+        _log.info(
+            "refused a request whose headers exceed %d bytes",
+            self.max_head_bytes,
+            extra={"event": "REQUEST_HEADERS_TOO_LARGE"},
+        )
+        self._cancel_expectation()
+        trace_id = uuid.uuid4().hex
+        self._answer_and_close(431, oversized_head_body(self.max_head_bytes, trace_id), trace_id)
+
     def send_400_response(self, msg: str) -> None:
         # The request's own X-Trace-Id is not read: its headers are what could not be parsed.
         trace_id = uuid.uuid4().hex
-        body = unparsable_request_body(msg, trace_id)
-        content = [STATUS_LINE[400]]
+        self._answer_and_close(400, unparsable_request_body(msg, trace_id), trace_id)
+
+    def _answer_and_close(self, status: int, body: bytes, trace_id: str) -> None:
+        content = [STATUS_LINE[status]]
         headers = [
             *(
                 (name.decode("latin-1"), value.decode("latin-1"))
