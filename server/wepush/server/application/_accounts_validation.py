@@ -57,7 +57,7 @@ class AccountProvider:
         factory = catalog.get(provider_id)
         if factory is None:
             raise ValidationFailed(
-                f"No provider {provider_id!r} in the catalog.",
+                "The named provider is not in the catalog.",
                 [FieldIssue("/providerId", "UNKNOWN_PROVIDER", "is not a provider of this Service")],
             )
         return cls(factory, factory.descriptor())

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from wepush.agent.engine import format_duration, parse_duration
+from wepush.server.application._run_policies import MALFORMED_DURATION
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.execution._policies import InvalidPolicies, normalize_policies
 from wepush.server.domain import JsonObject
@@ -33,8 +34,8 @@ def _invalid(issues: list[FieldIssue]) -> ValidationFailed:
 def _duration(value: Any, where: str) -> timedelta:
     try:
         return parse_duration(str(value))
-    except ValueError as error:
-        raise _invalid([FieldIssue(f"{_BASE}/{where}", "MALFORMED", str(error))]) from None
+    except ValueError:
+        raise _invalid([FieldIssue(f"{_BASE}/{where}", "MALFORMED", MALFORMED_DURATION)]) from None
 
 
 def policies_from_request(requested: Mapping[str, Any] | None) -> JsonObject:

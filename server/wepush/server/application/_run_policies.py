@@ -37,12 +37,16 @@ def api_policies(snapshot_policies: Mapping[str, Any]) -> JsonObject:
     return doc
 
 
+#: Why a policy duration was refused, without the value (a problem never echoes what was submitted).
+MALFORMED_DURATION = "must be an ISO-8601 day-time duration a timer can hold, such as PT30S or P1D"
+
+
 def _duration(text: str, where: str) -> timedelta:
     try:
         return parse_duration(text)
-    except ValueError as error:
+    except ValueError:
         # The contract's pattern admits durations longer than a timedelta holds (P99999999999999D).
-        raise InvalidPolicies([(where, "MALFORMED", str(error))]) from None
+        raise InvalidPolicies([(where, "MALFORMED", MALFORMED_DURATION)]) from None
 
 
 def spec_overrides(overrides: Mapping[str, Any] | None, base: Mapping[str, Any]) -> JsonObject | None:

@@ -57,7 +57,7 @@ class MessageService:
         factory = self._deps.catalog.get(provider_id)
         if factory is None and chosen:
             raise ValidationFailed(
-                f"No provider {provider_id!r} in the catalog.",
+                "The named provider is not in the catalog.",
                 [FieldIssue("/providerId", "UNKNOWN_PROVIDER", "is not a provider of this Service")],
             )
         if factory is None:

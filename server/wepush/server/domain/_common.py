@@ -45,8 +45,10 @@ def sha256_hex(text: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-#: Beyond 2**53 a float no longer names one integer, so it is left as the client wrote it.
-_EXACT_FLOAT_INTEGERS = 2**53
+#: From 1e21 on, JSON writers (ECMAScript's, RFC 8785's canonical form) spell a number in exponent form,
+#: so only smaller whole floats are the integers a client meant. Every whole float is an exact integer;
+#: one past 2**53 (1e20) is the integer closest to what the client wrote, as any JSON reader takes it.
+_INTEGER_FORM_BELOW = 10**21
 
 
 def plain_numbers(document: Any) -> Any:
@@ -56,7 +58,7 @@ def plain_numbers(document: Any) -> Any:
     ``4096``, and both mean the same content. Stored content uses the integer form, so comparing, hashing
     and what a provider reads never depend on how the client spelt a number."""
     if isinstance(document, float):
-        if document.is_integer() and abs(document) < _EXACT_FLOAT_INTEGERS:
+        if document.is_integer() and abs(document) < _INTEGER_FORM_BELOW:
             return int(document)
         return document
     if isinstance(document, dict):

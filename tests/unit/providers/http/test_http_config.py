@@ -73,6 +73,10 @@ def test_seed_example_account_and_message_are_valid() -> None:
         ({"defaultHeaders": {"X-Api-Key": "k-123"}}, "/defaultHeaders/X-Api-Key", "CREDENTIALS_IN_HEADER"),
         ({"baseUrl": "https://api.example.com/send?access_token=t-1"}, "/baseUrl", "CREDENTIALS_IN_URL"),
         ({"baseUrl": "https://api.example.com/send?lang=zh&apiKey=k-1"}, "/baseUrl", "CREDENTIALS_IN_URL"),
+        # Servers that split a query on ';' too, and a path segment's ';name=value' parameters.
+        ({"baseUrl": "https://api.example.com/send?a=1;token=t-1"}, "/baseUrl", "CREDENTIALS_IN_URL"),
+        ({"baseUrl": "https://api.example.com/send;token=t-1"}, "/baseUrl", "CREDENTIALS_IN_URL"),
+        ({"baseUrl": "https://api.example.com/v1;Api%5FKey=k-1/send"}, "/baseUrl", "CREDENTIALS_IN_URL"),
         ({"auth": {"type": "QUERY", "value": {"$secret": "k"}}}, "/auth/parameterName", "SCHEMA_REQUIRED"),
         (
             {"auth": {"type": "QUERY", "parameterName": "a b", "value": {"$secret": "k"}}},
@@ -187,3 +191,10 @@ def test_a_schema_violation_names_the_rule_without_quoting_the_value(overrides: 
     assert not result.ok
     for found in result.issues:
         assert "sk-live" not in found.message, found
+
+
+def test_harmless_path_and_semicolon_parameters_are_accepted() -> None:
+    result = FACTORY.validate_account(
+        account(baseUrl="https://api.example.com/v1;v=2/send?lang=zh;region=cn")
+    )
+    assert result.ok, result.issues

@@ -13,10 +13,11 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import unquote
 
 from yarl import URL
 
@@ -154,6 +155,17 @@ def _load(document: ConfigDocument, schema: Mapping[str, Any]) -> tuple[Any, lis
     return raw, issues
 
 
+def _parameter_names(url: URL) -> Iterator[str]:
+    """The names a vendor's server may read as parameters of ``url``: the query's, split on ``;`` as well
+    as ``&`` (servers that follow the old HTML advice take both), and the ``;name=value`` parameters of a
+    path segment (Java servlets read ``;jsessionid`` there)."""
+    for part in re.split(r"[&;]", url.raw_query_string):
+        yield unquote(part.split("=", 1)[0])
+    for segment in url.raw_path.split("/"):
+        for parameter in segment.split(";")[1:]:
+            yield unquote(parameter.split("=", 1)[0])
+
+
 def _base_url(text: str, policy: AddressPolicy, issues: list[ValidationIssue]) -> URL:
     try:
         url = parse_url(text)
@@ -170,14 +182,15 @@ def _base_url(text: str, policy: AddressPolicy, issues: list[ValidationIssue]) -
         )
     if url.fragment:
         issues.append(_issue("/baseUrl", "FRAGMENT_NOT_ALLOWED", "must not contain a fragment"))
-    if any(is_sensitive_name(name) for name in url.query):
+    if any(is_sensitive_name(name) for name in _parameter_names(url)):
         # baseUrl is plain configuration every VIEWER reads; a vendor that takes its key in the query
         # string gets it from auth type QUERY, sealed as a secret.
         issues.append(
             _issue(
                 "/baseUrl",
                 "CREDENTIALS_IN_URL",
-                "carries a credential in its query string: use auth (type QUERY) and a secret reference",
+                "carries a credential in its query string or path parameters: use auth (type QUERY) and a "
+                "secret reference",
             )
         )
     if url.host and legacy_numeric_host(url.host):
