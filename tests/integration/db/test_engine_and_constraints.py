@@ -42,7 +42,7 @@ async def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(sqlite_e
         journal = await connection.scalar(text("PRAGMA journal_mode"))
         busy = await connection.scalar(text("PRAGMA busy_timeout"))
         foreign_keys = await connection.scalar(text("PRAGMA foreign_keys"))
-    assert (journal, busy, foreign_keys) == ("wal", 5000, 1)
+    assert (journal, busy, foreign_keys) == ("wal", 30_000, 1)
 
 
 async def test_sqlite_enforces_foreign_keys(sqlite_engine: AsyncEngine) -> None:

@@ -46,6 +46,7 @@ from ._common import (
     utc_now,
 )
 from ._errors import (
+    DatabaseBusy,
     DomainError,
     DuplicateResource,
     IdempotencyConflict,
@@ -145,6 +146,7 @@ __all__ = [
     "ClaimedLease",
     "Clock",
     "CommittedImport",
+    "DatabaseBusy",
     "DomainError",
     "DuplicateResource",
     "EnrollmentToken",

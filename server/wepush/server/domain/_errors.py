@@ -16,6 +16,17 @@ class DomainError(Exception):
     code: ClassVar[str] = "INTERNAL_ERROR"
 
 
+class DatabaseBusy(DomainError):
+    """The database stayed locked by other writers past its busy timeout (standalone SQLite has one
+    writer at a time): nothing was done, and the same request can simply be sent again."""
+
+    code: ClassVar[str] = "SERVICE_NOT_READY"
+    retry_after_seconds: ClassVar[int] = 5
+
+    def __init__(self) -> None:
+        super().__init__("The database is busy with other writes; nothing was done, retry shortly.")
+
+
 class NotFound(DomainError):
     code: ClassVar[str] = "RESOURCE_NOT_FOUND"
 

@@ -57,7 +57,7 @@ from wepush.server.domain import (
 
 from ._repo_runs import ITEM_COLUMNS, sqlite_instant
 from ._uow import SqlUnitOfWorkFactory
-from .engine import SQLITE_BUSY_TIMEOUT_MS
+from .engine import SQLITE_BUSY_TIMEOUT_MS, is_sqlite_busy
 
 __all__ = ["SqliteExecutionLedger", "execution_ledger"]
 
@@ -121,11 +121,6 @@ def _item_rows(
 
 class _NotTheCommonCase(Exception):
     """The fast path declined; nothing was written and the reference ledger takes over."""
-
-
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    text = str(error)
-    return "database is locked" in text or "database is busy" in text
 
 
 def _check_fence(db: sqlite3.Connection, fence: LeaseFence, now: datetime) -> None:
@@ -199,7 +194,7 @@ class SqliteExecutionLedger:
                 db.execute("BEGIN IMMEDIATE")
                 break
             except sqlite3.OperationalError as error:
-                if not _is_busy(error) or time.monotonic() >= deadline:
+                if not is_sqlite_busy(error) or time.monotonic() >= deadline:
                     raise
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.02)

@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import TracebackType
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
 from sqlalchemy.pool import Pool, QueuePool, SingletonThreadPool, StaticPool
 
-from wepush.server.domain import Clock, utc_now
+from wepush.server.domain import Clock, DatabaseBusy, utc_now
 
 from ._repo_agents import SqlAgentOutboxRepository, SqlAgentRepository
 from ._repo_audience import SqlAudienceImportRepository, SqlAudienceRepository
@@ -25,7 +26,7 @@ from ._repo_resources import (
 )
 from ._repo_runs import SqlRunItemRepository, SqlRunRepository
 from ._repo_workspace import SqlApiTokenRepository, SqlSecretRecordRepository, SqlWorkspaceRepository
-from .engine import READ_ONLY_OPTION
+from .engine import READ_ONLY_OPTION, is_sqlite_busy
 
 
 class _Repositories:
@@ -74,6 +75,11 @@ class SqlUnitOfWork:
             if self._read_only:
                 conn = await conn.execution_options(**{READ_ONLY_OPTION: True})
             self._tx = await conn.begin()
+        except OperationalError as error:
+            await conn.close()
+            if is_sqlite_busy(error):
+                raise DatabaseBusy() from None
+            raise
         except BaseException:
             await conn.close()
             raise

@@ -26,7 +26,9 @@ from ._text_match import SQLITE_LOWER, postgres_lower
 READ_ONLY_OPTION = "wepush_read_only"
 """Connection execution option set by read-only units of work."""
 
-SQLITE_BUSY_TIMEOUT_MS = 5000
+#: How long a SQLite writer waits for the one write lock. Commits of large imports hold it for seconds
+#: (about 1.5 s per 200,000 rows), and a few of them at once must queue, not fail.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,12 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolE
     dbapi_connection.create_function(SQLITE_LOWER, 1, postgres_lower, deterministic=True)
 
 
+def is_sqlite_busy(error: BaseException) -> bool:
+    """Whether ``error`` (a driver's or SQLAlchemy's) is SQLite giving up on a lock after its busy timeout."""
+    text = str(getattr(error, "orig", None) or error)
+    return "database is locked" in text or "database is busy" in text
+
+
 def _begin_sqlite_transaction(connection: Connection) -> None:
     read_only = bool(connection.get_execution_options().get(READ_ONLY_OPTION, False))
     connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
@@ -108,5 +116,6 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
     "PoolSettings",
     "create_database",
+    "is_sqlite_busy",
     "normalize_database_url",
 ]
