@@ -446,6 +446,29 @@ async def test_an_unmarked_utf16_number_list_fails_naming_utf16_and_imports_unde
         assert staged["counts"] == {"totalRows": 2, "acceptedRows": 2, "rejectedRows": 0, "duplicateRows": 0}
 
 
+async def test_a_utf8_number_list_in_a_utf16_import_fails_naming_utf8(tmp_path: Path) -> None:
+    """Read as UTF-16, these bytes would be one recipient '㌱〸〰…': no row would show the mistake."""
+    numbers = "13800000001\n13800000002\n"
+    txt = {"format": "TXT", "fieldMapping": {"1": "mobile"}, "encoding": "utf-16"}
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience = await create_audience(app, ws)
+
+        async def uploaded(content: bytes) -> dict[str, Any]:
+            started = await start_import(app, ws, audience["id"], **txt)
+            return expect(await upload(app, ws, audience["id"], started["id"], content), 200)
+
+        failed = await uploaded(numbers.encode())
+        staged = await uploaded(numbers.encode("utf-16-le"))
+
+    assert (failed["state"], failed["counts"]["totalRows"]) == ("FAILED", 0)
+    assert failed["failureReason"] == (
+        "the file is not UTF-16 (its start has no NUL byte, which every UTF-16 line break, digit, comma "
+        "and Latin letter has): start a new import with encoding utf-8"
+    )
+    assert (staged["state"], staged["counts"]["acceptedRows"]) == ("STAGED", 2)
+
+
 async def test_a_quote_never_closed_fails_the_import_naming_its_line(tmp_path: Path) -> None:
     rows = "".join(f"138000000{i:02d},user{i}\n" for i in range(20)).replace("user10", '"user10')
     async with service(tmp_path) as app:
@@ -473,10 +496,11 @@ async def test_a_file_in_the_wrong_form_gets_a_reason_that_names_the_right_one(t
         assert zipped["failureReason"].startswith(
             "the file is gzip-compressed: send it with the header Content-Encoding: gzip"
         )
-        # UTF-8 read as UTF-16: its odd last byte leaves the one long "header" undecodable.
+        # UTF-8 read as UTF-16: no NUL byte, which every UTF-16 line break has.
         as_utf16 = await uploaded(csv_text.encode() + b"x", encoding="utf-16")
         assert as_utf16["state"] == "FAILED"
-        assert as_utf16["failureReason"].endswith("is not Excel's Unicode Text is usually utf-8 or gb18030")
+        assert as_utf16["failureReason"].startswith("the file is not UTF-16")
+        assert as_utf16["failureReason"].endswith("start a new import with encoding utf-8")
         # GBK (a Chinese spreadsheet's CSV) read as UTF-8: the rows with Chinese names are rejected.
         as_utf8 = await uploaded(csv_text.encode("gbk"))
         assert as_utf8["counts"]["rejectedRows"] == 2
@@ -570,15 +594,33 @@ async def test_a_charset_the_import_does_not_read_is_refused_before_anything_is_
         assert expect(utf8, 200)["state"] == "STAGED"
 
 
-async def test_a_file_with_old_mac_line_ends_fails_saying_how_to_save_it(tmp_path: Path) -> None:
+OLD_MAC_FILES: list[tuple[bytes, dict[str, Any]]] = [
+    (b"mobile,name\r13800000001,Ann\r13800000002,Bob\r", {}),
+    (b"1,a\r2,b\r3,c\r", {"hasHeader": False, "itemIdField": "id", "fieldMapping": {"1": "id", "2": "name"}}),
+    (b"13800000001\r13800000002\r13800000003\r", {"format": "TXT", "fieldMapping": {"1": "mobile"}}),
+    (
+        b"mobile\r13800000001\r13800000002\r",
+        {"format": "TXT", "hasHeader": True, "fieldMapping": {"mobile": "mobile"}},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("content", "settings"), OLD_MAC_FILES, ids=["csv-header", "csv", "txt", "txt-header"]
+)
+async def test_a_file_with_old_mac_line_ends_fails_saying_how_to_save_it(
+    tmp_path: Path, content: bytes, settings: dict[str, Any]
+) -> None:
+    """Whatever its format and header: read on, such a file would be one row holding every line."""
     async with service(tmp_path) as app:
         ws = await default_workspace(app)
-        _, failed = await staged_import(app, ws, b"mobile,name\r13800000001,Ann\r13800000002,Bob\r")
+        _, failed = await staged_import(app, ws, content, **settings)
         assert failed["state"] == "FAILED"
         assert failed["failureReason"] == (
-            "the header on line 1 cannot be read (MALFORMED_CSV); its lines seem to end in a carriage "
-            "return alone (old Mac line ends): save it with CRLF or LF line ends"
+            "the whole file reads as one line; its lines seem to end in a carriage return alone (old Mac "
+            "line ends): save it with CRLF or LF line ends"
         )
+        assert failed["counts"]["totalRows"] == 0
 
 
 async def test_a_spreadsheet_csv_with_a_byte_order_mark_imports_under_the_default_encoding(

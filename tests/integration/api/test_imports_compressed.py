@@ -88,6 +88,34 @@ async def test_an_unsupported_coding_is_415_and_the_import_still_waits_for_its_f
 
 
 @pytest.mark.parametrize(
+    ("codings", "body"),
+    [(("gzip", "br"), gzip.compress(CSV)), (("gzip", "gzip"), gzip.compress(gzip.compress(CSV)))],
+    ids=["gzip-then-br", "gzip-twice"],
+)
+async def test_codings_on_separate_header_lines_count_as_one_list(
+    tmp_path: Path, codings: tuple[str, ...], body: bytes
+) -> None:
+    """RFC 9110: several Content-Encoding lines mean what one comma-joined line does, so the second
+    coding is refused (415) rather than ignored, and the import still waits for its file."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        audience_id, import_id = await _started(app, ws)
+        lines = [*app.admin().items(), ("Content-Type", "text/csv")]
+        refused = await app.client.put(
+            import_url(ws, audience_id, import_id, "content"),
+            headers=[*lines, *(("Content-Encoding", coding) for coding in codings)],
+            content=body,
+        )
+        waiting = await _get(app, ws, audience_id, import_id)
+        staged = expect(await upload(app, ws, audience_id, import_id, CSV), 200)
+
+    assert refused.status_code == 415, refused.text
+    assert refused.json()["errors"][0]["field"] == "Content-Encoding"
+    assert waiting["state"] == "CREATED"
+    assert staged["counts"] == COUNTS
+
+
+@pytest.mark.parametrize(
     ("body", "reason"),
     [
         (CSV, "the body is not valid gzip content (incorrect header check)"),

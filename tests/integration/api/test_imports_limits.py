@@ -19,9 +19,16 @@ LIMITS: dict[str, str] = {
 }
 
 
-async def _refused(app: RunningApp, ws: str, body: bytes | AsyncIterator[bytes], code: str) -> str:
+async def _refused(
+    app: RunningApp,
+    ws: str,
+    body: bytes | AsyncIterator[bytes],
+    code: str,
+    *,
+    audience_name: str = "customers",
+) -> str:
     """Upload ``body``, expect 413 with ``code``; return the failure reason the import now shows."""
-    audience = await create_audience(app, ws)
+    audience = await create_audience(app, ws, audience_name)
     started = await start_import(app, ws, audience["id"], itemIdField="mobile")
     response = await upload(app, ws, audience["id"], started["id"], body)
     assert response.status_code == 413, response.text
@@ -71,6 +78,23 @@ async def test_a_line_without_end_fails_the_import_instead_of_being_buffered(tmp
 
         reason = await _refused(app, ws, endless_line(), "IMPORT_LIMIT_EXCEEDED")
         assert "longer than" in reason
+
+
+async def test_a_long_line_fails_the_import_whether_it_arrives_whole_or_in_pieces(tmp_path: Path) -> None:
+    """One line over columns × (field length + 3) characters (819,800 by default): a client that sends the
+    file in one piece (httpx) and one that sends it in small pieces (curl) get the same 413."""
+    body = b"mobile,name\n1," + b"x" * 900_000 + b"\n2,b\n"
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for start in range(0, len(body), 16 * 1024):
+            yield body[start : start + 16 * 1024]
+
+    async with service(tmp_path, catalog=None) as app:
+        ws = await default_workspace(app)
+        whole = await _refused(app, ws, body, "IMPORT_LIMIT_EXCEEDED")
+        in_pieces = await _refused(app, ws, pieces(), "IMPORT_LIMIT_EXCEEDED", audience_name="again")
+
+    assert whole == in_pieces == "line 2 is longer than 819800 characters (or opens a quote never closed)"
 
 
 async def test_a_field_over_the_length_limit_rejects_only_its_row(tmp_path: Path) -> None:

@@ -159,6 +159,14 @@ def _declared_length(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
+def _content_codings() -> str | None:
+    """Every ``Content-Encoding`` line of the request as one list: RFC 9110 §5.3 makes several lines of
+    a list header mean the same as one comma-joined line, so a second coding on a line of its own must
+    be refused as well as one after a comma, not ignored."""
+    lines = request.headers.getlist("content-encoding")
+    return ", ".join(lines) if lines else None
+
+
 async def upload_audience_import_content(
     workspace_id: str, audience_id: str, import_id: str
 ) -> ConnexionResponse:
@@ -168,7 +176,7 @@ async def upload_audience_import_content(
         audience_id,
         import_id,
         _body_chunks(),
-        content_encoding=request.headers.get("content-encoding"),
+        content_encoding=_content_codings(),
         content_type=request.headers.get("content-type"),
         content_length=_declared_length(request.headers.get("content-length")),
         trace_id=current_trace_id(),

@@ -66,6 +66,22 @@ def has_lone_carriage_returns(raw: str) -> bool:
     return _LONE_CR.search(raw) is not None
 
 
+def _splits_on_lone_carriage_returns(text: str, *, quoted: bool) -> bool:
+    """Whether ``text`` (a file without a line feed) has a carriage return that would end a line in an old
+    Mac file. In CSV one inside a quoted field is data (an even number of quotes before it means it lies
+    outside), so a one-line file with a multi-line quoted value stays readable."""
+    quotes = 0
+    seen = 0
+    for match in _LONE_CR.finditer(text):
+        if not quoted:
+            return True
+        quotes += text.count('"', seen, match.start())
+        seen = match.start()
+        if quotes % 2 == 0:
+            return True
+    return False
+
+
 class RecordProblem:
     """Row codes a record can carry before any mapping is applied."""
 
@@ -111,6 +127,10 @@ class RecordTooLong(Exception):
         super().__init__(message)
         self.line_number = line_number
         self.limit = limit
+
+
+#: Why a file without a line feed whose carriage returns would split it into lines fails its import.
+_ONE_LINE_OF_LONE_CRS: Final = f"the whole file reads as one line; {LONE_CR_HINT}"
 
 
 def _scan(text: str, json_as_is: bytes) -> tuple[bool, bool]:
@@ -161,6 +181,7 @@ class RecordReader:
         # codec removes its own.
         self._at_start = codecs.lookup(encoding).name != "utf-8-sig"
         self._partial = ""
+        self._line_feed_seen = False
         self._carry: list[str] = []
         self._carry_chars = 0
         self._lines_done = 0
@@ -193,15 +214,13 @@ class RecordReader:
             raise RuntimeError("the reader is finished")
         text = self._partial + self._without_bom(self._decoder.decode(chunk))
         cut = text.rfind("\n") + 1
+        self._check_line_lengths(text, cut)
         self._partial = text[cut:]
         if len(self._partial) > self._max:
-            raise RecordTooLong(
-                self._lines_done + len(self._carry) + text.count("\n", 0, cut) + 1,
-                self._max,
-                lone_carriage_returns="\r" in self._partial,
-            )
+            raise self._too_long(text, cut)
         if cut == 0:
             return []
+        self._line_feed_seen = True
         return self._records(text[:cut], final=False, plain=plain)
 
     def _finish(self, *, plain: bool) -> ReadBlock:
@@ -210,9 +229,39 @@ class RecordReader:
         self._finished = True
         text = self._partial + self._without_bom(self._decoder.decode(b"", final=True))
         self._partial = ""
+        if self._one_line_of_lone_carriage_returns(text):
+            # Read on, it would be one record: a CSV row or a TXT value holding every line.
+            raise ContentRejected(_ONE_LINE_OF_LONE_CRS)
         if text and not text.endswith("\n"):
             text += "\n"
+        self._check_line_lengths(text, len(text))
         return self._records(text, final=True, plain=plain)
+
+    def _one_line_of_lone_carriage_returns(self, text: str) -> bool:
+        """Whether the file, ending in ``text``, has no line feed but carriage returns that end lines."""
+        if self._line_feed_seen or "\n" in text:
+            return False
+        return _splits_on_lone_carriage_returns(text, quoted=self._csv)
+
+    def _check_line_lengths(self, text: str, end: int) -> None:
+        """Raise :class:`RecordTooLong` for a complete line in ``text[:end]`` (each ends in a line feed)
+        longer than the limit, as for the unfinished one, so that the outcome never depends on how
+        the upload was split into chunks. Only a chunk longer than the limit can hold such a line; in one
+        the search jumps from the last line feed within reach to the next, a C scan per limit's length."""
+        limit = self._max
+        start = 0
+        while end - 1 - start > limit:
+            line_feed = text.rfind("\n", start, start + limit + 1)
+            if line_feed < 0:
+                raise self._too_long(text, start)
+            start = line_feed + 1
+
+    def _too_long(self, text: str, start: int) -> RecordTooLong:
+        """The error for the overlong line that starts at ``text[start]``."""
+        line_number = self._lines_done + len(self._carry) + text.count("\n", 0, start) + 1
+        # Within the limit's reach only, so that the hint too is the same however the file arrived.
+        seen = text[start : start + self._max + 1]
+        return RecordTooLong(line_number, self._max, lone_carriage_returns=has_lone_carriage_returns(seen))
 
     def _without_bom(self, text: str) -> str:
         if not self._at_start or not text:
@@ -273,7 +322,7 @@ class RecordReader:
                 for values in reader:
                     end = reader.line_num
                     if values:
-                        raw = lines[start] if end - start == 1 else "".join(lines[start:end])
+                        raw = lines[start] if end - start == 1 else self._multi_line(lines, start, end)
                         problem = unstorable_problem(raw) if suspicious else None
                         out.append(ParsedRecord(base + start + 1, values, raw, problem))
                     start = end
@@ -295,8 +344,16 @@ class RecordReader:
                         f"{end - start - 1} lines after it would all be part of one value: close the quote "
                         "(a quote inside a field is written twice) and start a new import"
                     ) from None
-                raw = "".join(lines[start:end])
+                raw = lines[start] if end - start == 1 else self._multi_line(lines, start, end)
                 out.append(ParsedRecord(base + start + 1, None, raw, RecordProblem.MALFORMED_CSV))
                 start = end
         self._lines_done = base + len(lines) - len(self._carry)
         return out
+
+    def _multi_line(self, lines: list[str], start: int, end: int) -> str:
+        """The raw text of a record on ``lines[start:end]``; one longer than the limit stops the import
+        as it does when the record arrives in pieces and is carried over unfinished."""
+        raw = "".join(lines[start:end])
+        if len(raw) > self._max:
+            raise RecordTooLong(self._lines_done + start + 1, self._max)
+        return raw

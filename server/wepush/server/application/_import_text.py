@@ -20,6 +20,14 @@ continuation range within a character or two). So a gb18030 import holds back th
 when their non-ASCII bytes all form UTF-8 characters (a UTF-8 byte-order mark included, as Excel's
 "CSV UTF-8" saves) the import fails naming utf-8; the first byte that is not UTF-8 releases the text.
 A start of ASCII alone is released and the rest watched, so UTF-8 after it fails the import there.
+
+The mirror image, a UTF-8 (or GB18030) file in a utf-16 import, would be read as one line of CJK-looking
+characters (``13800000001`` as ㌱〸〰…): no line feed, so one garbled recipient or a line too long. In
+UTF-16 every line break, digit, comma, tab and Latin letter has a NUL byte, so an unmarked file whose
+first 64 KiB hold none at all, while holding a line break byte or being at least a few bytes long, is not
+UTF-16 and fails the import naming the encoding it reads as. A byte-order mark says UTF-16 and is trusted
+(a file of Chinese text alone has no NUL). Nothing needs holding back for this: without a NUL byte no
+line feed is decoded, so no record leaves the reader before the start is judged.
 """
 
 from __future__ import annotations
@@ -44,6 +52,10 @@ _UTF8_PROBE_BYTES: Final = 64 * 1024
 #: Non-ASCII bytes that must all form UTF-8 before a file is taken for UTF-8: two CJK characters.
 _UTF8_EVIDENCE_BYTES: Final = 6
 _ASCII: Final = bytes(range(0x80))
+#: Bytes without a NUL that make a file in a utf-16 import not UTF-16 even without a line break in them:
+#: four characters, none of them ASCII, is more than a real unmarked file starts with.
+_UTF16_EVIDENCE_BYTES: Final = 8
+_LINE_BREAK_BYTES: Final = (b"\n", b"\r")
 
 
 def _mark_undecodable(error: UnicodeError) -> tuple[str, int]:
@@ -65,6 +77,7 @@ class ImportText:
         self._decoder: codecs.IncrementalDecoder | None = None
         self._head = b""
         self._probe: _Utf8Probe | None = None
+        self._nul_check: _Utf16NulCheck | None = None
 
     def decode(self, data: bytes, *, final: bool = False) -> str:
         if self._decoder is None:
@@ -72,10 +85,9 @@ class ImportText:
             if len(self._head) < _SNIFF_BYTES and not final:
                 return ""
             data, self._head = self._head, b""
-            codec = self._codec(data[:_SNIFF_BYTES])
-            self._decoder = codecs.getincrementaldecoder(codec)(_UNDECODABLE)
-            if codec == _GB18030:
-                self._probe = _Utf8Probe()
+            self._decoder = self._start(data)
+        if self._nul_check is not None and self._nul_check.watch(data, final=final):
+            self._nul_check = None
         if self._probe is not None:
             released = self._probe.hold(data, final=final)
             if released is None:
@@ -84,6 +96,15 @@ class ImportText:
                 self._probe = None
             data = released
         return self._decoder.decode(data, final)
+
+    def _start(self, start: bytes) -> codecs.IncrementalDecoder:
+        """The decoder for the file that begins with ``start``, and the checks its first bytes need."""
+        codec = self._codec(start[:_SNIFF_BYTES])
+        if codec == _GB18030:
+            self._probe = _Utf8Probe()
+        elif self._encoding == _UTF16 and not _UTF16_MARKS.get(start[:_MARK_BYTES]):
+            self._nul_check = _Utf16NulCheck()
+        return codecs.getincrementaldecoder(codec)(_UNDECODABLE)
 
     def _codec(self, start: bytes) -> str:
         if start.startswith(_GZIP_MAGIC):
@@ -170,3 +191,42 @@ class _Utf8Probe:
             "the file reads as UTF-8 (every non-ASCII byte in it so far forms a UTF-8 character), not "
             "gb18030: start a new import with encoding utf-8"
         )
+
+
+class _Utf16NulCheck:
+    """Watches an unmarked utf-16 import's first 64 KiB for the NUL bytes UTF-16 text is full of."""
+
+    def __init__(self) -> None:
+        self._seen = 0
+        self._line_break = False
+        self._utf8: codecs.IncrementalDecoder | None = codecs.getincrementaldecoder("utf-8")("strict")
+
+    def watch(self, data: bytes, *, final: bool) -> bool:
+        """True once the file is settled as UTF-16 (or short and judged); raises when it is plainly
+        something else. Only the first 64 KiB count, however the file arrives in chunks."""
+        window = data[: _UTF8_PROBE_BYTES - self._seen]
+        if b"\x00" in window:
+            return True
+        self._seen += len(window)
+        self._line_break = self._line_break or any(byte in window for byte in _LINE_BREAK_BYTES)
+        whole = final and len(window) == len(data)
+        self._follow_utf8(window, whole)
+        if self._seen >= _UTF8_PROBE_BYTES or (
+            final and (self._line_break or self._seen >= _UTF16_EVIDENCE_BYTES)
+        ):
+            raise ContentRejected(
+                "the file is not UTF-16 (its start has no NUL byte, which every UTF-16 line break, digit, "
+                f"comma and Latin letter has): start a new import with encoding {self._reads_as()}"
+            )
+        return final
+
+    def _follow_utf8(self, data: bytes, final: bool) -> None:
+        if self._utf8 is None:
+            return
+        try:
+            self._utf8.decode(data, final)
+        except UnicodeDecodeError:
+            self._utf8 = None  # not UTF-8: the other encoding imports read is GB18030
+
+    def _reads_as(self) -> str:
+        return "utf-8" if self._utf8 is not None else _GB18030
