@@ -19,7 +19,13 @@ from wepush.server.application.authorization import authorize, granted_by_system
 from wepush.server.application.errors import AccessDenied
 from wepush.server.domain import AuditOutcome, NotFound, UnitOfWork
 
-__all__ = ["SYSTEM_ADMIN_ACCESS", "SYSTEM_ADMIN_ACCESS_ACTION", "authorize_audited", "ensure_workspace"]
+__all__ = [
+    "SYSTEM_ADMIN_ACCESS",
+    "SYSTEM_ADMIN_ACCESS_ACTION",
+    "authorize_audited",
+    "ensure_workspace",
+    "record_refusal",
+]
 
 #: The summary of the audit event recording an access that only SYSTEM_ADMIN allowed.
 SYSTEM_ADMIN_ACCESS = "SYSTEM_ADMIN access: the caller holds no sufficient role in this workspace"
@@ -46,20 +52,16 @@ async def authorize_audited(
     (404 first if the workspace is gone)."""
 
     async def denied(summary: str) -> None:
-        async with deps.uow() as uow:
-            # Recorded in the workspace, for its ADMINs to see; one that does not exist has no audit.
-            if await _exists(uow, workspace_id):
-                await deps.auditor.record(
-                    uow,
-                    principal,
-                    action,
-                    resource_type,
-                    workspace_id=workspace_id,
-                    resource_id=resource_id,
-                    outcome=AuditOutcome.DENIED,
-                    summary=summary,
-                    trace_id=trace_id,
-                )
+        await record_refusal(
+            deps,
+            principal,
+            workspace_id,
+            action=action,
+            resource_type=resource_type,
+            resource_id=resource_id,
+            summary=summary,
+            trace_id=trace_id,
+        )
 
     try:
         role = authorize(principal, workspace_id, minimum)
@@ -86,6 +88,34 @@ async def authorize_audited(
                 trace_id=trace_id,
             )
     return role
+
+
+async def record_refusal(
+    deps: ServiceDeps,
+    principal: Principal,
+    workspace_id: str,
+    *,
+    action: str,
+    resource_type: str,
+    summary: str,
+    resource_id: str | None = None,
+    trace_id: str | None = None,
+) -> None:
+    """A DENIED audit event in a transaction of its own, recorded in the workspace for its ADMINs to see;
+    a workspace that does not exist has no audit."""
+    async with deps.uow() as uow:
+        if await _exists(uow, workspace_id):
+            await deps.auditor.record(
+                uow,
+                principal,
+                action,
+                resource_type,
+                workspace_id=workspace_id,
+                resource_id=resource_id,
+                outcome=AuditOutcome.DENIED,
+                summary=summary,
+                trace_id=trace_id,
+            )
 
 
 async def _exists(uow: UnitOfWork, workspace_id: str) -> bool:

@@ -18,6 +18,7 @@ from wepush.server.application.paging import CursorCodec
 from wepush.server.application.providers import ProviderService
 from wepush.server.application.request_budget import RequestBudget
 from wepush.server.application.runs import RunPorts, RunService
+from wepush.server.application.scope_check import ScopeCheck
 from wepush.server.application.tokens import TokenService
 from wepush.server.application.workspaces import WorkspaceService
 
@@ -34,6 +35,8 @@ class ResourceServices:
     imports: ImportService
     jobs: JobService
     runs: RunService
+    #: The basic scope check of requests refused before their use case runs.
+    scope: ScopeCheck
 
     @classmethod
     def build(cls, deps: ServiceDeps, *, run_ports: RunPorts) -> ResourceServices:
@@ -48,6 +51,7 @@ class ResourceServices:
             imports=ImportService(deps),
             jobs=JobService(deps),
             runs=RunService(deps, run_ports),
+            scope=ScopeCheck(deps),
         )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from connexion import AsyncApp
 from connexion.exceptions import ProblemException
+from connexion.middleware import MiddlewarePosition
 from connexion.options import SwaggerUIOptions
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
@@ -27,6 +28,7 @@ from wepush.server.api._problems import (
     handle_unexpected,
     http_exception_handler,
 )
+from wepush.server.api._scope_gate import ScopeGate, declared_scopes
 from wepush.server.api._validation import validator_map
 from wepush.server.application._services import ApplicationServices, ServiceNotStarted
 from wepush.server.application.credentials import CredentialRejected, TokenMalformed
@@ -124,6 +126,12 @@ def create_app(
         pythonic_params=True,
         validator_map=validator_map(),
         swagger_ui_options=SwaggerUIOptions(spec_path=OPENAPI_PATH, swagger_ui_path=API_DOCS_PATH),
+    )
+    app.add_middleware(
+        ScopeGate,
+        position=MiddlewarePosition.BEFORE_VALIDATION,
+        scopes=declared_scopes(spec),
+        unimplemented=unimplemented_operations(spec),
     )
     app.add_error_handler(ProblemException, handle_connexion_problem)
     app.add_error_handler(HTTPException, http_exception_handler(AllowedMethods(spec)))
