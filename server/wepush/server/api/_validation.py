@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from connexion.datastructures import MediaTypeDict
-from connexion.exceptions import BadRequestProblem
+from connexion.exceptions import BadRequestProblem, UnsupportedMediaTypeProblem
 from connexion.json_schema import Draft4RequestValidator
 from connexion.lifecycle import ConnexionRequest
 from connexion.utils import is_null, is_nullable
@@ -156,6 +156,13 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
         return _BodyValidator(self._schema, format_checker=Draft4Validator.FORMAT_CHECKER)
 
     async def wrap_receive(self, receive: Receive, *, scope: Scope) -> tuple[Receive, Scope]:
+        # A JSON body is read as sent: a gzip-encoded one used to fail as "not valid UTF-8 text", which
+        # hides the cause. RFC 9110 answers an unsupported content coding with 415.
+        codings = b",".join(value for name, value in scope.get("headers", ()) if name == b"content-encoding")
+        if any(coding.strip().lower() not in (b"", b"identity") for coding in codings.split(b",")):
+            raise UnsupportedMediaTypeProblem(
+                detail="Content-Encoding: a JSON request body is sent without a content coding"
+            )
         # Connexion validates a body sent without a Content-Type as the operation's JSON, but the
         # handler then receives the raw bytes; saying so in the scope gives the handler the document
         # that was validated.
