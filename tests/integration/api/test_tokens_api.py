@@ -3,22 +3,42 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests.helpers_app import RunningApp
 from tests.integration.api._support import (
     API,
+    accounts_url,
     bearer,
     create_workspace,
     default_workspace,
+    http_account,
     issue_token,
     service,
+    uow,
 )
+from wepush.server.domain import utc_now
 
 
 def tokens_url(workspace_id: str, *rest: str) -> str:
     return "/".join([f"{API}/workspaces/{workspace_id}/api-tokens", *rest])
+
+
+async def expire(app: RunningApp, token_id: str) -> None:
+    """Let a token's expiry pass (the API refuses an expiry in the past, so the test writes it)."""
+    async with uow(app)() as tx:
+        token = await tx.api_tokens.get(token_id)
+        await tx.api_tokens.update(replace(token, expires_at=utc_now() - timedelta(minutes=1)))
+
+
+def refused_as_last_admin(response: httpx.Response) -> None:
+    assert response.status_code == 409, response.text
+    assert response.json()["code"] == "RESOURCE_IN_USE"
 
 
 async def test_created_token_is_shown_once_and_works(tmp_path: Path) -> None:
@@ -117,6 +137,7 @@ async def test_the_list_shows_the_role_a_token_acts_with_and_who_is_system_admin
     async with service(tmp_path) as app:
         ws = await default_workspace(app)
         token_id, admin = await issue_token(app, ws, "ADMIN", name="was-admin")
+        await issue_token(app, ws, "ADMIN", name="stays-admin")  # the bootstrap token is no keeper
         demoted = await app.client.put(
             f"{API}/workspaces/{ws}/members/{token_id}", headers=app.admin(), json={"role": "VIEWER"}
         )
@@ -237,3 +258,93 @@ async def test_a_request_with_two_authorization_headers_is_refused_in_either_ord
     assert [a.status_code for a in answers] == [401, 401, 401]
     assert {a.json()["code"] for a in answers} == {"AUTHENTICATION_REQUIRED"}
     assert alone.status_code == 200
+
+
+async def test_the_last_working_admin_is_not_revoked_by_itself_or_by_a_system_admin(tmp_path: Path) -> None:
+    """Revoking used to skip the guard a demotion has, so the last ADMIN could leave the workspace to
+    nobody. A SYSTEM_ADMIN is refused too, as it is a demotion: it can make another ADMIN first."""
+    async with service(tmp_path) as app:
+        ws = await create_workspace(app, "team-a")
+        first_id, first = await issue_token(app, ws, "ADMIN", name="first")
+        by_itself = await app.client.delete(tokens_url(ws, first_id), headers=first)
+        by_system_admin = await app.client.delete(tokens_url(ws, first_id), headers=app.admin())
+        still_works = await app.client.get(tokens_url(ws), headers=first)
+
+        second_id, _ = await issue_token(app, ws, "ADMIN", name="second", as_headers=first)
+        await expire(app, second_id)
+        beside_an_expired_one = await app.client.delete(tokens_url(ws, first_id), headers=first)
+        expired_one = await app.client.delete(tokens_url(ws, second_id), headers=first)
+
+        await issue_token(app, ws, "ADMIN", name="third", as_headers=first)
+        with_a_working_one = await app.client.delete(tokens_url(ws, first_id), headers=first)
+
+    for refused in (by_itself, by_system_admin, beside_an_expired_one):
+        refused_as_last_admin(refused)
+    assert ws not in by_itself.text
+    assert still_works.status_code == 200
+    assert expired_one.status_code == 204  # an expired token is no working ADMIN: nothing is lost
+    assert with_a_working_one.status_code == 204
+
+
+async def test_a_token_that_is_the_last_admin_of_another_workspace_by_membership_is_not_revoked(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as app:
+        home = await create_workspace(app, "home")
+        team = await create_workspace(app, "team")
+        guest_id, guest = await issue_token(app, home, "VIEWER", name="guest")
+        granted = await app.client.put(
+            f"{API}/workspaces/{team}/members/{guest_id}", headers=app.admin(), json={"role": "ADMIN"}
+        )
+        refused = await app.client.delete(tokens_url(home, guest_id), headers=app.admin())
+
+        await issue_token(app, team, "ADMIN", name="team-admin", as_headers=guest)
+        allowed = await app.client.delete(tokens_url(home, guest_id), headers=app.admin())
+
+    assert granted.status_code == 200
+    refused_as_last_admin(refused)
+    assert team not in refused.text  # the caller may hold no role there
+    assert allowed.status_code == 204
+
+
+async def test_the_only_ordinary_admin_of_the_default_workspace_is_not_revoked(tmp_path: Path) -> None:
+    """The bootstrap SYSTEM_ADMIN token is ADMIN of the default workspace but no keeper of it."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        admin_id, admin = await issue_token(app, ws, "ADMIN")
+        refused = await app.client.delete(tokens_url(ws, admin_id), headers=admin)
+    refused_as_last_admin(refused)
+
+
+async def test_a_token_name_is_refused_while_a_usable_token_of_the_workspace_has_it(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        other = await create_workspace(app, "team-b")
+        body = {"name": "a-VIEWER", "role": "VIEWER"}
+        first = await app.client.post(tokens_url(ws), headers=app.admin(), json=body)
+        duplicate = await app.client.post(tokens_url(ws), headers=app.admin(), json={**body, "role": "ADMIN"})
+        elsewhere = await app.client.post(tokens_url(other), headers=app.admin(), json=body)
+        await app.client.post(accounts_url(ws), headers=app.admin(), json=http_account("a-VIEWER"))
+        account = await app.client.post(accounts_url(ws), headers=app.admin(), json=http_account("a-VIEWER"))
+
+        await app.client.delete(tokens_url(ws, first.json()["id"]), headers=app.admin())
+        after_revocation = await app.client.post(tokens_url(ws), headers=app.admin(), json=body)
+        await expire(app, after_revocation.json()["id"])
+        after_expiry = await app.client.post(tokens_url(ws), headers=app.admin(), json=body)
+        # The SYSTEM_ADMIN token's name is not taken: a workspace ADMIN, who cannot see it, learns nothing.
+        hidden = await app.client.post(
+            tokens_url(ws), headers=app.admin(), json={"name": "bootstrap-admin", "role": "VIEWER"}
+        )
+        listed = await app.client.get(tokens_url(ws), headers=app.admin())
+
+    assert (first.status_code, elsewhere.status_code) == (201, 201)
+    # The same answer as any named resource's duplicate, without repeating the name.
+    assert (duplicate.status_code, duplicate.json()["code"]) == (account.status_code, account.json()["code"])
+    assert [(e["field"], e["code"]) for e in duplicate.json()["errors"]] == [
+        (e["field"], e["code"]) for e in account.json()["errors"]
+    ]
+    assert (duplicate.status_code, duplicate.json()["errors"][0]["code"]) == (400, "NAME_ALREADY_USED")
+    assert "a-VIEWER" not in duplicate.text
+    assert (after_revocation.status_code, after_expiry.status_code, hidden.status_code) == (201, 201, 201)
+    names = [t["name"] for t in listed.json()["items"]]
+    assert names.count("a-VIEWER") == 3  # revoked, expired, usable: one of each

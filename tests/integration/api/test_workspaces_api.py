@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 from tests.integration.api._support import (
@@ -12,7 +14,9 @@ from tests.integration.api._support import (
     http_account,
     issue_token,
     service,
+    uow,
 )
+from wepush.server.domain import utc_now
 
 
 async def test_system_admin_sees_every_workspace_and_members_only_their_own(tmp_path: Path) -> None:
@@ -245,3 +249,38 @@ async def test_a_member_role_set_in_the_tokens_own_workspace_replaces_the_role_i
         promoted = await app.client.put(f"{members}/{token_id}", headers=app.admin(), json={"role": "ADMIN"})
         assert promoted.json()["role"] == "ADMIN"
         assert (await app.client.get(members, headers=headers)).status_code == 200
+
+
+async def test_the_only_ordinary_admin_of_the_default_workspace_cannot_demote_itself(tmp_path: Path) -> None:
+    """The bootstrap SYSTEM_ADMIN token (ADMIN of the default workspace, unseen by its ADMINs, its file
+    meant to be deleted) used to count as the remaining ADMIN, so the only real one could lock itself out."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        admin_id, admin = await issue_token(app, ws, "ADMIN", name="only-admin")
+        members = f"{API}/workspaces/{ws}/members"
+        by_itself = await app.client.put(f"{members}/{admin_id}", headers=admin, json={"role": "VIEWER"})
+        # The same with the role held by a membership, and with the bootstrap token asking.
+        member = await app.client.put(f"{members}/{admin_id}", headers=admin, json={"role": "ADMIN"})
+        by_system_admin = await app.client.put(
+            f"{members}/{admin_id}", headers=app.admin(), json={"role": "OPERATOR"}
+        )
+
+    assert member.status_code == 200
+    for refused in (by_itself, by_system_admin):
+        assert (refused.status_code, refused.json()["code"]) == (409, "RESOURCE_IN_USE")
+    assert ws not in by_itself.text
+
+
+async def test_a_member_that_is_no_working_admin_is_removed_even_when_none_is_left(tmp_path: Path) -> None:
+    """An expired ADMIN keeps nobody in charge, so taking its membership away loses nothing."""
+    async with service(tmp_path) as app:
+        team_a = await create_workspace(app, "team-a")
+        team_b = await create_workspace(app, "team-b")
+        guest_id, _ = await issue_token(app, team_b, "VIEWER", name="b-viewer")
+        members = f"{API}/workspaces/{team_a}/members"
+        await app.client.put(f"{members}/{guest_id}", headers=app.admin(), json={"role": "ADMIN"})
+        async with uow(app)() as tx:
+            token = await tx.api_tokens.get(guest_id)
+            await tx.api_tokens.update(replace(token, expires_at=utc_now() - timedelta(minutes=1)))
+        removed = await app.client.delete(f"{members}/{guest_id}", headers=app.admin())
+    assert removed.status_code == 204, removed.text

@@ -4,6 +4,13 @@ Only the keyed hash of a token is stored; the plaintext exists once, in the crea
 its own principal (``principal_id`` is the token id), so roles granted to it in other workspaces through
 the members API never widen another token. A workspace ADMIN manages the tokens of that workspace only,
 and never sees or revokes a SYSTEM_ADMIN token.
+
+A name is unique among the workspace's tokens that can still be used: a revoked or expired token is kept
+only for the audit trail and the list, so its name can be given to its replacement. SYSTEM_ADMIN tokens,
+which a workspace ADMIN cannot see, have names of their own: refusing a name because one of them has it
+would tell a workspace ADMIN that it exists. With no unique index to lean on (one could not say "still
+usable"), creations in one workspace queue on the workspace row, as membership changes do, so two
+concurrent creates cannot both find the name free.
 """
 
 from __future__ import annotations
@@ -13,14 +20,38 @@ from datetime import datetime
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
+from wepush.server.application._workspace_admins import ensure_revocation_keeps_admins
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.credentials import TokenKind
 from wepush.server.application.errors import FieldIssue, ValidationFailed
-from wepush.server.domain import ApiToken, Keyset, NotFound, Page, PageRequest, WorkspaceRole, new_id
+from wepush.server.domain import (
+    ApiToken,
+    DomainError,
+    Keyset,
+    NameAlreadyUsed,
+    NotFound,
+    Page,
+    PageRequest,
+    UnitOfWork,
+    WorkspaceRole,
+    new_id,
+)
 
 __all__ = ["IssuedToken", "ListedToken", "TokenService"]
 
 RESOURCE = "API_TOKEN"
+_PAGE = 200
+
+
+class TokenNameAlreadyUsed(NameAlreadyUsed):
+    """The 400 ``NAME_ALREADY_USED`` of every named resource, with a detail that does not repeat the name
+    (problems never echo what was submitted)."""
+
+    def __init__(self, name: str) -> None:
+        DomainError.__init__(self, "Another API token of the workspace that is still usable has this name.")
+        self.resource_type = "API token"
+        self.detail = "name"
+        self.name = name
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +132,10 @@ class TokenService:
         )
         async with self._deps.uow() as uow:
             await ensure_workspace(uow, principal, workspace_id)
+            # Held until commit: the next create of this workspace sees this token (module docstring).
+            await uow.workspaces.get(workspace_id, for_membership_change=True)
+            if await _name_taken(uow, workspace_id, name, now):
+                raise TokenNameAlreadyUsed(name)
             stored = await uow.api_tokens.add(token)
             await self._deps.auditor.record(
                 uow,
@@ -135,7 +170,11 @@ class TokenService:
                 raise NotFound("api_token", token_id)
             if token.revoked_at is not None:
                 return
-            await uow.api_tokens.update(replace(token, revoked_at=self._deps.clock()))
+            now = self._deps.clock()
+            # Refused for a SYSTEM_ADMIN caller too, as a demotion is: it can make another token ADMIN
+            # first, and the workspace is never left to it alone.
+            await ensure_revocation_keeps_admins(uow, token, now)
+            await uow.api_tokens.update(replace(token, revoked_at=now))
             await self._deps.auditor.record(
                 uow,
                 principal,
@@ -146,3 +185,17 @@ class TokenService:
                 summary="API token revoked",
                 trace_id=trace_id,
             )
+
+
+async def _name_taken(uow: UnitOfWork, workspace_id: str, name: str, now: datetime) -> bool:
+    """Whether a usable token of the workspace, other than a SYSTEM_ADMIN one, is named ``name``."""
+    after: Keyset | None = None
+    while True:
+        page = await uow.api_tokens.list_page(
+            workspace_id, PageRequest(limit=_PAGE, after=after), system_admin=False
+        )
+        if any(t.name == name and t.is_usable(now) for t in page.items):
+            return True
+        if page.next_after is None:
+            return False
+        after = page.next_after

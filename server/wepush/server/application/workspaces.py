@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import ClassVar
+from datetime import datetime
 
 from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._unchanged import renamed_fields, unchanged
-from wepush.server.application._workspace_admins import acts_as_admin_without_membership, another_admin
+from wepush.server.application._workspace_admins import (
+    LastAdminRequired,
+    acts_as_admin_without_membership,
+    another_admin,
+    is_working_admin,
+)
 from wepush.server.application.auth import Principal, PrincipalType, Role
 from wepush.server.application.authorization import require_system_admin
 from wepush.server.application.errors import AccessDenied
@@ -21,7 +26,6 @@ from wepush.server.application.idempotent import IdempotencyRequest, Outcome, gu
 from wepush.server.domain import (
     ApiToken,
     AuditOutcome,
-    DomainError,
     JsonObject,
     Keyset,
     NotFound,
@@ -38,15 +42,6 @@ __all__ = ["LastAdminRequired", "WorkspaceService"]
 
 RESOURCE = "WORKSPACE"
 MEMBER_RESOURCE = "WORKSPACE_MEMBER"
-
-
-class LastAdminRequired(DomainError):
-    """Demoting the workspace's last ADMIN member would leave nobody to manage it."""
-
-    code: ClassVar[str] = "RESOURCE_IN_USE"
-
-    def __init__(self, workspace_id: str) -> None:
-        super().__init__(f"workspace {workspace_id} needs at least one ADMIN member")
 
 
 class WorkspaceService:
@@ -250,10 +245,8 @@ class WorkspaceService:
             elif member.role is role:
                 return member
             else:
-                if member.role is WorkspaceRole.ADMIN and not await another_admin(
-                    uow, workspace_id, user_id, now
-                ):
-                    raise LastAdminRequired(workspace_id)
+                if member.role is WorkspaceRole.ADMIN:
+                    await _keep_an_admin(uow, workspace_id, user_id, now)
                 result = await uow.workspaces.update_member(replace(member, role=role))
                 summary = f"Member role changed from {member.role.value} to {role.value}"
             await self._deps.auditor.record(
@@ -292,13 +285,10 @@ class WorkspaceService:
             if member is None:
                 raise NotFound("workspace_member", user_id)
             if member.role is WorkspaceRole.ADMIN:
-                try:
-                    token: ApiToken | None = await uow.api_tokens.get(user_id)
-                except NotFound:
-                    token = None
-                stays_admin = token is not None and acts_as_admin_without_membership(token, workspace_id, now)
-                if not stays_admin and not await another_admin(uow, workspace_id, user_id, now):
-                    raise LastAdminRequired(workspace_id)
+                token = await _token_or_none(uow, user_id)
+                # Back to the role it was issued with: still ADMIN here if that is ADMIN.
+                if token is None or not acts_as_admin_without_membership(token, workspace_id, now):
+                    await _keep_an_admin(uow, workspace_id, user_id, now)
             await uow.workspaces.remove_member(workspace_id, user_id)
             await self._deps.auditor.record(
                 uow,
@@ -313,13 +303,27 @@ class WorkspaceService:
             )
 
 
-async def _token_principal(uow: UnitOfWork, user_id: str) -> ApiToken:
-    """A new member is an API token (a token is its own member): a mistyped id is 404, not a membership
-    nobody can ever use."""
+async def _token_or_none(uow: UnitOfWork, user_id: str) -> ApiToken | None:
     try:
         token = await uow.api_tokens.get(user_id)
     except NotFound:
-        token = None
-    if token is None or token.principal_id != user_id:
+        return None
+    return token if token.principal_id == user_id else None
+
+
+async def _keep_an_admin(uow: UnitOfWork, workspace_id: str, user_id: str, now: datetime) -> None:
+    """``user_id``, an ADMIN member, stops being one: refused if it is the last working ADMIN. A member
+    that is no working ADMIN (revoked, expired, SYSTEM_ADMIN) takes nothing away, so it is never refused."""
+    if is_working_admin(await _token_or_none(uow, user_id), now) and not await another_admin(
+        uow, workspace_id, user_id, now
+    ):
+        raise LastAdminRequired(workspace_id)
+
+
+async def _token_principal(uow: UnitOfWork, user_id: str) -> ApiToken:
+    """A new member is an API token (a token is its own member): a mistyped id is 404, not a membership
+    nobody can ever use."""
+    token = await _token_or_none(uow, user_id)
+    if token is None:
         raise NotFound("api token", user_id)
     return token
