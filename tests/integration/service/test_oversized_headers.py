@@ -11,37 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
 
-import uvicorn
-
-from tests.helpers_process import free_port
-from tests.integration.service.test_slow_clients import echo_length
+from tests.integration.service.test_slow_clients import server as serve_with
 from wepush.server.api._http_protocol import MAX_HEAD_BYTES, ProblemHttpToolsProtocol
 
 
-@contextlib.asynccontextmanager
-async def server() -> AsyncIterator[int]:
-    port = free_port()
-    config = uvicorn.Config(
-        echo_length,
-        host="127.0.0.1",
-        port=port,
-        http=ProblemHttpToolsProtocol,
-        log_config=None,
-        lifespan="off",
-    )
-    running = uvicorn.Server(config)
-    task = asyncio.create_task(running.serve())
-    try:
-        while not running.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-        yield port
-    finally:
-        running.should_exit = True
-        await task
+def server() -> contextlib.AbstractAsyncContextManager[int]:
+    return serve_with(ProblemHttpToolsProtocol)  # the Service's own deadlines
 
 
 async def _exchange(port: int, *chunks: bytes) -> bytes:

@@ -44,10 +44,11 @@ async def echo_length(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 @contextlib.asynccontextmanager
-async def server() -> AsyncIterator[int]:
+async def server(protocol: type[ProblemHttpToolsProtocol] = ShortDeadlines) -> AsyncIterator[int]:
+    """uvicorn on a free loopback port, serving :func:`echo_length` with ``protocol``."""
     port = free_port()
     config = uvicorn.Config(
-        echo_length, host="127.0.0.1", port=port, http=ShortDeadlines, log_config=None, lifespan="off"
+        echo_length, host="127.0.0.1", port=port, http=protocol, log_config=None, lifespan="off"
     )
     running = uvicorn.Server(config)
     task = asyncio.create_task(running.serve())

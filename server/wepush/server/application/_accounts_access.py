@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application.auth import Principal, Role
-from wepush.server.application.authorization import authorize, granted_by_system_admin
+from wepush.server.application.authorization import authorize, granted_by_system_admin, require_system_admin
 from wepush.server.application.errors import AccessDenied
 from wepush.server.domain import AuditOutcome, NotFound, UnitOfWork
 
@@ -25,6 +25,7 @@ __all__ = [
     "authorize_audited",
     "ensure_workspace",
     "record_refusal",
+    "require_system_admin_audited",
 ]
 
 #: The summary of the audit event recording an access that only SYSTEM_ADMIN allowed.
@@ -116,6 +117,34 @@ async def record_refusal(
                 summary=summary,
                 trace_id=trace_id,
             )
+
+
+async def require_system_admin_audited(
+    deps: ServiceDeps,
+    principal: Principal,
+    *,
+    action: str,
+    resource_type: str,
+    summary: str,
+    trace_id: str | None = None,
+) -> None:
+    """:func:`require_system_admin`, recording a refusal as a DENIED event outside any workspace (read by
+    a SYSTEM_ADMIN at ``GET /audit-events``) before re-raising."""
+    try:
+        require_system_admin(principal)
+    except AccessDenied:
+        async with deps.uow() as uow:
+            await deps.auditor.record(
+                uow,
+                principal,
+                action,
+                resource_type,
+                workspace_id=None,
+                outcome=AuditOutcome.DENIED,
+                summary=summary,
+                trace_id=trace_id,
+            )
+        raise
 
 
 async def _exists(uow: UnitOfWork, workspace_id: str) -> bool:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from wepush.server.application._accounts_access import record_refusal
+from wepush.server.application._accounts_access import record_refusal, require_system_admin_audited
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application.auth import Principal, Role
-from wepush.server.application.authorization import authorize, require_system_admin
+from wepush.server.application.authorization import authorize
 from wepush.server.application.errors import AccessDenied
-from wepush.server.domain import AuditOutcome, NotFound
+from wepush.server.domain import NotFound
 
 __all__ = ["REQUEST_REFUSED_ACTION", "SYSTEM_ADMIN_ROLE", "ScopeCheck"]
 
@@ -71,18 +71,11 @@ class ScopeCheck:
     async def _system_scope(
         self, principal: Principal, operation: str, resource_type: str, trace_id: str | None
     ) -> None:
-        try:
-            require_system_admin(principal)
-        except AccessDenied:
-            async with self._deps.uow() as uow:
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    REQUEST_REFUSED_ACTION,
-                    resource_type,
-                    workspace_id=None,
-                    outcome=AuditOutcome.DENIED,
-                    summary=f"{operation}: needs SYSTEM_ADMIN; refused before its request was read",
-                    trace_id=trace_id,
-                )
-            raise
+        await require_system_admin_audited(
+            self._deps,
+            principal,
+            action=REQUEST_REFUSED_ACTION,
+            resource_type=resource_type,
+            summary=f"{operation}: needs SYSTEM_ADMIN; refused before its request was read",
+            trace_id=trace_id,
+        )

@@ -10,7 +10,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from wepush.server.application._accounts_access import authorize_audited, ensure_workspace
+from wepush.server.application._accounts_access import (
+    authorize_audited,
+    ensure_workspace,
+    require_system_admin_audited,
+)
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application._unchanged import renamed_fields, unchanged
 from wepush.server.application._workspace_admins import (
@@ -20,12 +24,10 @@ from wepush.server.application._workspace_admins import (
     is_working_admin,
 )
 from wepush.server.application.auth import Principal, PrincipalType, Role
-from wepush.server.application.authorization import require_system_admin
 from wepush.server.application.errors import AccessDenied
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import (
     ApiToken,
-    AuditOutcome,
     JsonObject,
     Keyset,
     NotFound,
@@ -88,21 +90,14 @@ class WorkspaceService:
         render: Callable[[Workspace], JsonObject],
         trace_id: str | None = None,
     ) -> Outcome:
-        try:
-            require_system_admin(principal)
-        except AccessDenied:
-            async with self._deps.uow() as uow:
-                await self._deps.auditor.record(
-                    uow,
-                    principal,
-                    "workspace.create",
-                    RESOURCE,
-                    workspace_id=None,
-                    outcome=AuditOutcome.DENIED,
-                    summary="needs the SYSTEM_ADMIN role",
-                    trace_id=trace_id,
-                )
-            raise
+        await require_system_admin_audited(
+            self._deps,
+            principal,
+            action="workspace.create",
+            resource_type=RESOURCE,
+            summary="needs the SYSTEM_ADMIN role",
+            trace_id=trace_id,
+        )
         now = self._deps.clock()
 
         async def attempt() -> Outcome:
