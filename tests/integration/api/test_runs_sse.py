@@ -149,6 +149,9 @@ async def test_the_stream_of_a_finished_run_replays_and_ends(tmp_path: Path) -> 
         await until_ended(app, world, run_id)
         # In-process transport: the response only returns because the stream ends by itself.
         response = await app.client.get(world.runs_url(run_id, "events"), headers=app.admin())
+        last_one = await app.client.get(
+            world.runs_url(run_id, "events"), headers={**app.admin(), "Last-Event-ID": "3"}
+        )
         caught_up = await app.client.get(
             world.runs_url(run_id, "events"), headers={**app.admin(), "Last-Event-ID": "4"}
         )
@@ -157,8 +160,11 @@ async def test_the_stream_of_a_finished_run_replays_and_ends(tmp_path: Path) -> 
     ids = [line.removeprefix("id: ") for line in response.text.splitlines() if line.startswith("id: ")]
     assert ids == ["1", "2", "3", "4"]
     assert "event: run_completed" in response.text
-    assert caught_up.status_code == 200
-    assert caught_up.text == ""
+    assert last_one.status_code == 200
+    assert [line for line in last_one.text.splitlines() if line.startswith("id: ")] == ["id: 4"]
+    # Everything was sent: 204 tells an event stream client to stop reconnecting, not an empty 200.
+    assert caught_up.status_code == 204
+    assert caught_up.content == b""
 
 
 async def test_a_purged_position_is_gone_and_a_bad_last_event_id_is_refused(tmp_path: Path) -> None:

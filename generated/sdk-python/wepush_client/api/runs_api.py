@@ -5111,6 +5111,7 @@ class RunsApi:
 
         _response_types_map: Dict[str, Optional[str]] = {
             '200': "str",
+            '204': None,
             '400': "Problem",
             '401': "Problem",
             '403': "Problem",
@@ -5197,6 +5198,7 @@ class RunsApi:
 
         _response_types_map: Dict[str, Optional[str]] = {
             '200': "str",
+            '204': None,
             '400': "Problem",
             '401': "Problem",
             '403': "Problem",
@@ -5283,6 +5285,7 @@ class RunsApi:
 
         _response_types_map: Dict[str, Optional[str]] = {
             '200': "str",
+            '204': None,
             '400': "Problem",
             '401': "Problem",
             '403': "Problem",

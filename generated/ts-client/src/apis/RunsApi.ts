@@ -1565,9 +1565,16 @@ export class RunsApi extends runtime.BaseAPI {
      * Each SSE message has `id` = sequence, `event` = lower-cased type and `data` = RunEvent JSON. A comment heartbeat is sent every 15 seconds. Resuming from a purged position returns 410 CURSOR_EXPIRED; reload the run detail instead. Clients reconnect with exponential backoff; a dropped stream does not mean the run failed.
      * Stream a run\'s events (Server-Sent Events)
      */
-    async streamRunEvents(requestParameters: StreamRunEventsRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<string> {
+    async streamRunEvents(requestParameters: StreamRunEventsRequest, initOverrides?: RequestInit | runtime.InitOverrideFunction): Promise<string | null | undefined > {
         const response = await this.streamRunEventsRaw(requestParameters, initOverrides);
-        return await response.value();
+        switch (response.raw.status) {
+            case 200:
+                return await response.value();
+            case 204:
+                return null;
+            default:
+                return await response.value();
+        }
     }
 
 }

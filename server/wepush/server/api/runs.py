@@ -28,7 +28,7 @@ from wepush.server.api._render_runs import (
     render_run_accepted,
     render_run_confirmation,
 )
-from wepush.server.api._responses import json_response
+from wepush.server.api._responses import empty_response, json_response
 from wepush.server.api._sse import CredentialCheck, sse_response
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.runs import (
@@ -234,12 +234,16 @@ def _last_event_id() -> int | None:
 
 async def stream_run_events(
     workspace_id: str, run_id: str, after_sequence: int | None = None
-) -> StreamingResponse:
+) -> StreamingResponse | ConnexionResponse:
     # A reconnecting browser sends Last-Event-ID; it wins over the query parameter of the first URL.
     last = _last_event_id()
     after = last if last is not None else (after_sequence or 0)
     runs = _runs()
     subscription = await runs.open_event_stream(current_principal(), workspace_id, run_id, after)
+    if subscription is None:
+        # The run ended and its last event was already sent: 204 is how an event stream says "stop
+        # reconnecting" (WHATWG HTML, server-sent events).
+        return empty_response(204)
     return sse_response(subscription, runs.heartbeat_seconds, render_event, _credential_check())
 
 

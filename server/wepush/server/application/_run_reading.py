@@ -78,13 +78,17 @@ class RunReading(RunUseCases):
 
     async def open_event_stream(
         self, principal: Principal, workspace_id: str, run_id: str, after: int
-    ) -> EventSubscription:
+    ) -> EventSubscription | None:
         """Everything after ``after``, then live events; refused up front (410) when ``after`` is older
-        than the oldest retained event."""
+        than the oldest retained event. ``None`` when the run has ended and ``after`` is at or past its
+        last event: nothing will ever come, which a reconnecting client must learn at once rather than
+        from a stream that closes empty (it would reconnect to it again and again)."""
         await self._authorize(principal, workspace_id, Role.VIEWER, "run.events.read", resource_id=run_id)
         async with self._deps.uow(read_only=True) as uow:
             run = await self._checked_run(uow, workspace_id, run_id, after)
         end_at = run.last_event_sequence if run.state.is_terminal else None
+        if end_at is not None and after >= end_at:
+            return None
         return self._ports.events.subscribe(workspace_id, run_id, after_sequence=after, end_at=end_at)
 
     async def list_artifacts(
