@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.resources
+
 import wepush.sdk as sdk
 import wepush.sdk.remote as remote
 
@@ -16,6 +18,7 @@ REMOTE_API = {
     "EventSubscription",
     "FieldError",
     "IdempotencyConflict",
+    "InvalidRequest",
     "InvalidResponse",
     "NotFound",
     "ProblemError",
@@ -45,6 +48,18 @@ def test_remote_sdk_exports_exactly_its_curated_names() -> None:
 
 
 def test_package_root_re_exports_the_remote_entry_points() -> None:
-    for name in ("WePushClient", "WorkspaceClient", "EventSubscription", "WePushError", "ProblemError"):
+    for name in (
+        "WePushClient",
+        "WorkspaceClient",
+        "EventSubscription",
+        "WePushError",
+        "ProblemError",
+        "InvalidRequest",
+    ):
         assert name in sdk.__all__
         assert getattr(sdk, name) is getattr(remote, name)
+
+
+def test_the_sdk_is_marked_typed_for_type_checkers() -> None:
+    # PEP 561: without the marker, mypy treats `import wepush.sdk` in a user's script as untyped.
+    assert importlib.resources.files("wepush.sdk").joinpath("py.typed").is_file()

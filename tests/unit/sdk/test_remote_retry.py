@@ -147,3 +147,28 @@ def test_reconnect_delay_starts_from_the_server_retry_field() -> None:
 def test_nonsensical_limits_are_rejected(build: Callable[[], object]) -> None:
     with pytest.raises(ValueError, match=">"):
         build()
+
+
+@pytest.mark.parametrize(
+    ("attempt", "status", "retry_after", "expected"),
+    [
+        (0, 429, 2.0, 2.0),
+        (0, 503, 0.0, 0.0),
+        (2, 429, None, "backoff"),
+        (3, 429, 1.0, None),  # max_retries reached
+        (0, 503, 31.0, None),  # above max_retry_wait
+        (0, 502, 1.0, None),  # a gateway may have forwarded the upload
+        (0, 409, 1.0, None),
+        (0, 500, 1.0, None),
+    ],
+)
+def test_replayable_uploads_retry_only_answers_that_were_not_processed(
+    attempt: int, status: int, retry_after: float | None, expected: float | str | None
+) -> None:
+    delay = POLICY.after_unprocessed(attempt, status, retry_after, random.Random(7))
+
+    if expected == "backoff":
+        assert delay is not None
+        assert 0.5 * 2.0 <= delay <= 2.0
+    else:
+        assert delay == expected

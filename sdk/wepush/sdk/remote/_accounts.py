@@ -19,7 +19,7 @@ class AccountsClient(WorkspaceResource):
 
     def __init__(self, session: Session, workspace_id: str) -> None:
         super().__init__(session, workspace_id)
-        self._api = AccountsApi(session.api_client)
+        self._api = self._generated(AccountsApi)
 
     def create(self, account: Body, *, idempotency_key: str | None = None) -> Any:
         """Create an account from an ``AccountCreate`` (or its JSON mapping); returns the ``Account``."""

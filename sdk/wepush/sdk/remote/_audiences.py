@@ -17,6 +17,7 @@ from wepush_client.models import (
 from ._session import Session
 from ._streams import BinarySource, Destination, Download, download, upload
 from ._support import Body, WorkspaceResource, as_model, iterate_pages, new_idempotency_key
+from ._validation import build
 
 __all__ = ["AudiencesClient"]
 
@@ -32,7 +33,7 @@ class AudiencesClient(WorkspaceResource):
 
     def __init__(self, session: Session, workspace_id: str) -> None:
         super().__init__(session, workspace_id)
-        self._api = AudiencesApi(session.api_client)
+        self._api = self._generated(AudiencesApi)
 
     def create(self, audience: Body, *, idempotency_key: str | None = None) -> Any:
         return self._api.create_audience(
@@ -103,13 +104,17 @@ class AudiencesClient(WorkspaceResource):
         file_format: str = "CSV",
         content_encoding: str | None = None,
     ) -> Any:
-        """Stream the import file (a path or a binary stream) in chunks; never held whole in memory.
+        """Stream the import file (a path, bytes or a binary stream) in chunks; a path or a stream is never
+        held whole in memory.
 
         ``file_format`` picks the media type (CSV → text/csv, TXT → text/plain) and should match the import's
         settings. ``content_encoding`` says how ``source`` is already compressed (``"gzip"`` for a
         ``.csv.gz`` file, or ``"deflate"``); the Service decompresses it and applies its limits to the file.
-        Returns the ``AudienceImport`` in state STAGED (or FAILED, with counts). Not retried: the
-        body is a one-shot stream; on TransportError, read the import's state before uploading again.
+        Returns the ``AudienceImport`` in state STAGED (or FAILED, with counts). 429 and 503 wait for
+        ``Retry-After`` and send the file again, like other calls, when it can be sent again: a path, bytes,
+        or a seekable stream (rewound to where it stood). A stream that cannot rewind (a pipe) is not
+        retried. No upload is retried after a network error (TransportError): read the import's state
+        before uploading again.
         """
         try:
             media_type = _MEDIA_TYPES[file_format.upper()]
@@ -149,7 +154,7 @@ class AudiencesClient(WorkspaceResource):
             self._workspace_id,
             audience_id,
             import_id,
-            AudienceImportCommit(version=version),
+            build(AudienceImportCommit, version=version),
             idempotency_key=new_idempotency_key(idempotency_key),
         )
 

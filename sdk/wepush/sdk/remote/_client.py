@@ -6,14 +6,18 @@ from types import TracebackType
 from typing import Self
 from urllib.parse import urlsplit
 
+from wepush_client.models import SystemInfo
+
 from ._accounts import AccountsClient
 from ._audiences import AudiencesClient
+from ._audit import AuditClient, SystemAuditClient
 from ._jobs import JobsClient
 from ._messages import MessagesClient
 from ._retry import ReconnectPolicy, RetryPolicy
 from ._runs import RunsClient
 from ._session import Session, Timeouts
-from ._system import AgentsClient, ProvidersClient, WorkspacesClient
+from ._system import AgentsClient, ProvidersClient, SystemClient, WorkspacesClient
+from ._tokens import TokensClient
 from ._transport import BearerToken, TokenSource
 
 __all__ = ["WePushClient", "WorkspaceClient"]
@@ -32,7 +36,8 @@ def _normalized_endpoint(endpoint: str) -> str:
 
 
 class WorkspaceClient:
-    """Accessors scoped to one workspace: ``accounts``, ``messages``, ``audiences``, ``jobs``, ``runs``.
+    """Accessors scoped to one workspace: ``accounts``, ``messages``, ``audiences``, ``jobs``, ``runs``,
+    ``tokens`` (API tokens) and ``audit`` (audit events).
 
     ``agents`` is the client's system-wide agent accessor, offered here as well for convenience.
     """
@@ -46,6 +51,8 @@ class WorkspaceClient:
         self.audiences = AudiencesClient(session, workspace_id)
         self.jobs = JobsClient(session, workspace_id)
         self.runs = RunsClient(session, workspace_id)
+        self.tokens = TokensClient(session, workspace_id)
+        self.audit = AuditClient(session, workspace_id)
         self.agents = agents
 
     @property
@@ -64,7 +71,9 @@ class WePushClient:
     ``request_timeout`` per read. Retries follow :class:`RetryPolicy`: GET and idempotency-keyed POSTs
     after network errors with exponential backoff and jitter, at most ``max_retries`` times; 429/503
     after their ``Retry-After`` when it is at most ``max_retry_wait`` seconds. Use it as a context
-    manager, or call :meth:`close`, to release its connection pools::
+    manager, or call :meth:`close`, to release its connection pools. Beside :meth:`workspace` it offers
+    ``workspaces``, ``providers``, ``agents``, ``audit`` (system-wide audit events) and
+    :meth:`system_info`::
 
         with WePushClient("https://wepush.example.com", token=lambda: vault.current()) as client:
             runs = client.workspace(workspace_id).runs
@@ -102,6 +111,8 @@ class WePushClient:
         self.workspaces = WorkspacesClient(self._session)
         self.providers = ProvidersClient(self._session)
         self.agents = AgentsClient(self._session)
+        self.audit = SystemAuditClient(self._session)
+        self._system = SystemClient(self._session)
         self._closed = False
 
     @property
@@ -111,6 +122,10 @@ class WePushClient:
     @property
     def retry_policy(self) -> RetryPolicy:
         return self._session.retry
+
+    def system_info(self) -> SystemInfo:
+        """The Service's version, API version and mode (``SystemInfo``)."""
+        return self._system.info()
 
     def workspace(self, workspace_id: str) -> WorkspaceClient:
         return WorkspaceClient(self._session, workspace_id, self.agents)

@@ -20,6 +20,7 @@ __all__ = [
     "CursorExpired",
     "FieldError",
     "IdempotencyConflict",
+    "InvalidRequest",
     "InvalidResponse",
     "NotFound",
     "ProblemError",
@@ -42,14 +43,24 @@ class WePushError(Exception):
     """Base class of every error the remote SDK raises."""
 
 
+def _rebuild(cls: type[WePushError], kwargs: Mapping[str, Any]) -> WePushError:
+    """Unpickling hook: the errors take keyword arguments, which Exception's own pickling cannot pass."""
+    return cls(**kwargs)
+
+
 class TransportError(WePushError):
     """The request never produced an HTTP answer (connect failure, reset, timeout), even after retries."""
 
     def __init__(self, message: str, *, method: str, path: str, attempts: int) -> None:
         super().__init__(f"{method} {path} failed after {attempts} attempt(s): {message}")
+        self.reason = message
         self.method = method
         self.path = path
         self.attempts = attempts
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {"message": self.reason, "method": self.method, "path": self.path, "attempts": self.attempts}
+        return (_rebuild, (type(self), state))
 
 
 class InvalidResponse(WePushError):
@@ -67,6 +78,33 @@ class FieldError:
 
 #: Field errors a problem's message lists; the rest stay in ``errors``.
 _SHOWN_FIELD_ERRORS = 5
+
+
+def _describe(errors: Sequence[FieldError]) -> str:
+    shown = [f"{e.field}: {e.message} ({e.code})" for e in errors[:_SHOWN_FIELD_ERRORS]]
+    more = len(errors) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more else "")
+
+
+class InvalidRequest(WePushError, ValueError):
+    """The SDK refused to send a request whose body or arguments break the contract.
+
+    ``errors`` names each location (a JSON pointer such as ``/policies/concurrency`` into a body, or an
+    argument's name) with the rule it breaks, as the Service's ``ValidationFailed`` does. Neither the
+    message nor ``errors`` quotes the submitted value, which may be a secret. It is a ``ValueError`` too,
+    so code written against the generated client's validation errors keeps working.
+    """
+
+    def __init__(self, subject: str, errors: Sequence[FieldError]) -> None:
+        self.subject = subject
+        self.errors: tuple[FieldError, ...] = tuple(errors)
+        super().__init__(f"invalid {subject}: {_describe(self.errors)}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), {"subject": self.subject, "errors": self.errors}))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(subject={self.subject!r}, errors={len(self.errors)})"
 
 
 class ProblemError(WePushError):
@@ -99,12 +137,25 @@ class ProblemError(WePushError):
         if self.errors:
             # Which field broke which rule is usually the part the reader needs; the Service words it
             # without the submitted values.
-            shown = [f"{e.field}: {e.message} ({e.code})" for e in self.errors[:_SHOWN_FIELD_ERRORS]]
-            more = len(self.errors) - len(shown)
-            text += "; " + "; ".join(shown) + (f"; and {more} more" if more else "")
+            text += "; " + _describe(self.errors)
         if self.trace_id:
             text += f" (traceId {self.trace_id})"
         return text
+
+    def _arguments(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "code": self.code,
+            "title": self.title,
+            "detail": self.detail,
+            "errors": self.errors,
+            "trace_id": self.trace_id,
+            "body": dict(self.body),
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled for multiprocessing and task queues, copied by copy.copy: rebuilt from the arguments.
+        return (_rebuild, (type(self), self._arguments()))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(status={self.status}, code={self.code!r}, trace_id={self.trace_id!r})"
@@ -173,6 +224,9 @@ class _WithRetryAfter(ProblemError):
     def __init__(self, *, retry_after: float | None = None, **kwargs: Any) -> None:
         self.retry_after = retry_after
         super().__init__(**kwargs)
+
+    def _arguments(self) -> dict[str, Any]:
+        return {**super()._arguments(), "retry_after": self.retry_after}
 
 
 class RateLimited(_WithRetryAfter):

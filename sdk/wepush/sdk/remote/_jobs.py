@@ -10,6 +10,7 @@ from wepush_client.models import ExecutionPolicies, JobCreate, JobUpdate, RunCon
 
 from ._session import Session
 from ._support import Body, WorkspaceResource, as_model, iterate_pages, new_idempotency_key
+from ._validation import build
 
 __all__ = ["JobsClient"]
 
@@ -19,8 +20,8 @@ class JobsClient(WorkspaceResource):
 
     def __init__(self, session: Session, workspace_id: str) -> None:
         super().__init__(session, workspace_id)
-        self._api = JobsApi(session.api_client)
-        self._runs_api = RunsApi(session.api_client)
+        self._api = self._generated(JobsApi)
+        self._runs_api = self._generated(RunsApi)
 
     def create(self, job: Body, *, idempotency_key: str | None = None) -> Any:
         return self._api.create_job(
@@ -48,7 +49,8 @@ class JobsClient(WorkspaceResource):
         Pass ``confirmation.confirmation_token`` to ``runs.start``; a real send without it is refused with
         CONFIRMATION_REQUIRED, and a stale one with CONFIRMATION_INVALID.
         """
-        request = RunConfirmationRequest(
+        request = build(
+            RunConfirmationRequest,
             dry_run=dry_run,
             policy_overrides=None
             if policy_overrides is None

@@ -19,7 +19,7 @@ class MessagesClient(WorkspaceResource):
 
     def __init__(self, session: Session, workspace_id: str) -> None:
         super().__init__(session, workspace_id)
-        self._api = MessagesApi(session.api_client)
+        self._api = self._generated(MessagesApi)
 
     def create(self, message: Body, *, idempotency_key: str | None = None) -> Any:
         return self._api.create_message(

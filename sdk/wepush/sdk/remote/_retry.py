@@ -19,6 +19,9 @@ any other status                raised                       raised
 Retry-After above the cap       raised with retry_after      raised with retry_after
 =============================  ==========================  =============================================
 
+Uploads (a PUT of a file) follow :meth:`RetryPolicy.after_unprocessed`: 429 and 503 are retried as above
+when the SDK can send the body again (a path, bytes, a rewindable stream); network errors never are.
+
 A request is replay-safe when its method is GET, HEAD or OPTIONS, or when it is a POST carrying an
 ``Idempotency-Key`` (the Service then returns the original result for a repeat). PUT and DELETE are not
 retried: a repeated versioned update would answer VERSION_CONFLICT for a change that did succeed. When the
@@ -127,6 +130,21 @@ class RetryPolicy:
                 return None
         else:
             return None
+        return self._wait(attempt, retry_after, rng)
+
+    def after_unprocessed(
+        self, attempt: int, status: int, retry_after: float | None, rng: random.Random
+    ) -> float | None:
+        """Delay before sending a replayable upload again after 429 or 503; None means raise it.
+
+        Both answers say the request was not processed, so a body the SDK can send again (a file path,
+        bytes, a rewindable stream) is retried like a replay-safe request; anything else is raised.
+        """
+        if attempt >= self.max_retries or status not in (429, 503):
+            return None
+        return self._wait(attempt, retry_after, rng)
+
+    def _wait(self, attempt: int, retry_after: float | None, rng: random.Random) -> float | None:
         if retry_after is None:
             return self.backoff(attempt, rng)
         if retry_after > self.max_retry_wait:

@@ -22,6 +22,7 @@ from ._retry import ReconnectPolicy
 from ._session import Session
 from ._streams import Destination, Download, download
 from ._support import Body, WorkspaceResource, as_model, iterate_pages, new_idempotency_key
+from ._validation import build
 
 __all__ = ["ByteRange", "RunsClient"]
 
@@ -49,7 +50,7 @@ class RunsClient(WorkspaceResource):
 
     def __init__(self, session: Session, workspace_id: str) -> None:
         super().__init__(session, workspace_id)
-        self._api = RunsApi(session.api_client)
+        self._api = self._generated(RunsApi)
 
     def start(
         self,
@@ -67,7 +68,8 @@ class RunsClient(WorkspaceResource):
         fresh one is generated, so retries after a network failure never start a second run; pass your
         own key to make a start safe to repeat across processes.
         """
-        body = RunStart(
+        body = build(
+            RunStart,
             dry_run=dry_run,
             confirmation_token=confirmation_token,
             policy_overrides=None
@@ -160,7 +162,7 @@ class RunsClient(WorkspaceResource):
             self._workspace_id,
             run_id,
             idempotency_key=new_idempotency_key(idempotency_key),
-            cancel_run_request=CancelRunRequest(reason=reason),
+            cancel_run_request=build(CancelRunRequest, reason=reason),
         )
 
     def change_concurrency(self, run_id: str, target: int, *, idempotency_key: str | None = None) -> Any:
@@ -168,7 +170,7 @@ class RunsClient(WorkspaceResource):
         return self._api.change_run_concurrency(
             self._workspace_id,
             run_id,
-            ChangeConcurrencyRequest(target=target),
+            build(ChangeConcurrencyRequest, target=target),
             idempotency_key=new_idempotency_key(idempotency_key),
         )
 
@@ -214,7 +216,7 @@ class RunsClient(WorkspaceResource):
     def resend_confirmation(self, run_id: str, outcomes: Sequence[str]) -> Any:
         """Count the source run's items with the given outcomes (FAILED, UNKNOWN, UNSENT) and get a token."""
         return self._api.create_resend_confirmation(
-            self._workspace_id, run_id, ResendConfirmationRequest(outcomes=[*outcomes])
+            self._workspace_id, run_id, build(ResendConfirmationRequest, outcomes=[*outcomes])
         )
 
     def resend(
@@ -231,7 +233,7 @@ class RunsClient(WorkspaceResource):
             self._workspace_id,
             run_id,
             new_idempotency_key(idempotency_key),
-            ResendRequest(outcomes=[*outcomes], confirmation_token=confirmation_token, reason=reason),
+            build(ResendRequest, outcomes=[*outcomes], confirmation_token=confirmation_token, reason=reason),
         )
 
     def events(

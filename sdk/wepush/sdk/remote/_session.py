@@ -20,6 +20,7 @@ from wepush_client import ApiClient, Configuration
 
 from ._retry import ReconnectPolicy, RetryPolicy
 from ._transport import BearerToken, RetryingRestClient
+from ._validation import guarded_deserializer
 
 __all__ = ["USER_AGENT", "Session", "Timeouts"]
 
@@ -60,6 +61,8 @@ class Session:
         configuration = Configuration(host=self.endpoint, retries=False)
         self.api_client = ApiClient(configuration)
         self.api_client.user_agent = USER_AGENT
+        # An answer the models refuse is the Service's fault (InvalidResponse), never the caller's.
+        self.api_client.response_deserialize = guarded_deserializer(self.api_client.response_deserialize)
         self.api_client.rest_client = RetryingRestClient(
             self.api_client.rest_client,
             token=self.token,

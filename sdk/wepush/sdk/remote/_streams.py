@@ -4,8 +4,10 @@ The generated client builds every request body and reads every response body who
 a million-row audience file or a multi-gigabyte result artifact. These helpers move the bytes in chunks
 and apply the same typed errors and retry policy as the JSON operations.
 
-- An upload is a PUT of a one-shot stream: it is never retried (the policy never replays a PUT, and a
-  consumed stream could not be replayed anyway).
+- An upload is a PUT. After 429 or 503 (the Service did not process it) it is sent again as the policy
+  allows when the SDK can produce the body again: from a file path, bytes, or a seekable stream rewound
+  to where it stood. A one-shot stream (a pipe, a socket) is not retried, nor is any upload after a
+  network error, which may have left the import receiving.
 - A download is a GET: after a network failure it resumes with a ``Range`` request from the first byte not
   yet written, and refuses to continue when the server does not answer that range exactly.
 """
@@ -17,7 +19,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -32,7 +34,7 @@ __all__ = ["BinarySource", "Destination", "Download", "download", "upload"]
 
 CHUNK_SIZE = 64 * 1024
 
-BinarySource = str | os.PathLike[str] | IO[bytes]
+BinarySource = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 Destination = str | os.PathLike[str] | IO[bytes]
 
 _RETRYABLE_HTTPX = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
@@ -55,6 +57,36 @@ def _read_chunks(stream: IO[bytes]) -> Iterator[bytes]:
         yield block
 
 
+Opener = Callable[[contextlib.ExitStack], Any]
+
+
+def _rewind_position(stream: IO[bytes]) -> int | None:
+    """Where a seekable stream stands now (to send it again from there); None when it cannot rewind."""
+    try:
+        return stream.tell() if stream.seekable() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _opener(source: BinarySource) -> tuple[Opener, bool]:
+    """A function giving the body for one attempt, and whether it can give it more than once."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = bytes(source)
+        return (lambda stack: data), True
+    if isinstance(source, str | os.PathLike):
+        path = source
+        return (lambda stack: _read_chunks(stack.enter_context(open(path, "rb")))), True
+    start = _rewind_position(source)
+    if start is None:
+        return (lambda stack: _read_chunks(source)), False
+
+    def rewound(stack: contextlib.ExitStack) -> Iterator[bytes]:
+        source.seek(start)
+        return _read_chunks(source)
+
+    return rewound, True
+
+
 def upload(
     session: Session,
     path: str,
@@ -63,29 +95,45 @@ def upload(
     content_type: str,
     content_encoding: str | None = None,
 ) -> Any:
-    """PUT ``source`` to ``path`` in chunks; returns the decoded JSON answer."""
-    with contextlib.ExitStack() as stack:
-        stream: IO[bytes] = (
-            stack.enter_context(open(source, "rb")) if isinstance(source, (str, os.PathLike)) else source
+    """PUT ``source`` to ``path`` in chunks; returns the decoded JSON answer.
+
+    429 and 503 are retried as the policy allows when the body can be sent again (a path, bytes or a
+    seekable stream); a one-shot stream's 429/503, and every network error, are raised at once.
+    """
+    opener, replayable = _opener(source)
+    sent = {"Content-Type": content_type, "Accept": "application/json"}
+    if content_encoding is not None:
+        sent["Content-Encoding"] = content_encoding
+    attempt = 0
+    while True:
+        response = _put_once(session, path, opener, sent, attempt)
+        if 200 <= response.status_code < 300:
+            break
+        retry_after = parse_retry_after(response.headers.get("Retry-After"), now=session.now())
+        delay = (
+            session.retry.after_unprocessed(attempt, response.status_code, retry_after, session.rng)
+            if replayable
+            else None
         )
-        sent = {"Content-Type": content_type, "Accept": "application/json"}
-        if content_encoding is not None:
-            sent["Content-Encoding"] = content_encoding
-        headers = session.auth_headers(**sent)
-        try:
-            response = session.http.request("PUT", path, content=_read_chunks(stream), headers=headers)
-        except httpx.TransportError as exc:
-            raise TransportError(type(exc).__name__, method="PUT", path=path, attempts=1) from exc
-    if not 200 <= response.status_code < 300:
-        raise problem_error_from_response(
-            response.status_code,
-            response.content,
-            retry_after=parse_retry_after(response.headers.get("Retry-After"), now=session.now()),
-        )
+        if delay is None:
+            raise problem_error_from_response(response.status_code, response.content, retry_after=retry_after)
+        session.sleep(delay)
+        attempt += 1
     try:
         return response.json()
     except ValueError as exc:
         raise InvalidResponse(f"PUT {path} answered {response.status_code} without a JSON body") from exc
+
+
+def _put_once(
+    session: Session, path: str, opener: Opener, sent: dict[str, str], attempt: int
+) -> httpx.Response:
+    with contextlib.ExitStack() as stack:
+        headers = session.auth_headers(**sent)
+        try:
+            return session.http.request("PUT", path, content=opener(stack), headers=headers)
+        except httpx.TransportError as exc:
+            raise TransportError(type(exc).__name__, method="PUT", path=path, attempts=attempt + 1) from exc
 
 
 def _range_header(first: int | None, last: int | None) -> str | None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from ._errors import InvalidResponse
 from ._session import Session
+from ._validation import check_body, guarded
 
 __all__ = [
     "Resource",
@@ -22,16 +23,22 @@ __all__ = [
 #: A generated pydantic model instance, or the same document as a JSON-like mapping (camelCase keys).
 Body = Any
 
+M = TypeVar("M")
+
 
 def new_idempotency_key(given: str | None) -> str:
     """The caller's key, or a fresh one: every replay-safe POST carries a key so network retries are safe."""
     return given if given is not None else str(uuid.uuid4())
 
 
-def as_model(model: Any, value: Body) -> Any:
-    """Accept either a generated model or a mapping in the wire format, and return the model."""
+def as_model(model: type[M], value: M | Mapping[str, Any]) -> M:
+    """Accept either a generated model or a mapping in the wire format, and return the model.
+
+    A mapping is checked as the Service would: an unknown (misspelt) key or a broken rule raises
+    :class:`InvalidRequest` naming its JSON pointer, instead of being dropped or quoted.
+    """
     if isinstance(value, Mapping):
-        return model.from_dict(dict(value))
+        return check_body(model, value)
     return value
 
 
@@ -62,6 +69,10 @@ class Resource:
     @property
     def _api_client(self) -> Any:
         return self._session.api_client
+
+    def _generated(self, api_class: Callable[[Any], M]) -> M:
+        """An instance of a generated ``*Api`` whose argument errors are InvalidRequest (one place)."""
+        return guarded(api_class(self._session.api_client))
 
 
 class WorkspaceResource(Resource):

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from wepush_client import AgentsApi, ProvidersApi, WorkspacesApi
+from wepush_client import AgentsApi, HealthApi, ProvidersApi, WorkspacesApi
 from wepush_client.models import (
     AgentCredentialRotation,
     AgentDisable,
     EnrollmentTokenCreate,
+    SystemInfo,
     WorkspaceCreate,
     WorkspaceMemberRoleUpdate,
     WorkspaceUpdate,
@@ -18,7 +19,7 @@ from wepush_client.models import (
 from ._session import Session
 from ._support import Body, Resource, as_model, iterate_pages, new_idempotency_key
 
-__all__ = ["AgentsClient", "ProvidersClient", "WorkspacesClient"]
+__all__ = ["AgentsClient", "ProvidersClient", "SystemClient", "WorkspacesClient"]
 
 
 class WorkspacesClient(Resource):
@@ -26,7 +27,7 @@ class WorkspacesClient(Resource):
 
     def __init__(self, session: Session) -> None:
         super().__init__(session)
-        self._api = WorkspacesApi(session.api_client)
+        self._api = self._generated(WorkspacesApi)
 
     def create(self, workspace: Body, *, idempotency_key: str | None = None) -> Any:
         return self._api.create_workspace(
@@ -56,13 +57,17 @@ class WorkspacesClient(Resource):
             workspace_id, user_id, as_model(WorkspaceMemberRoleUpdate, update)
         )
 
+    def remove_member(self, workspace_id: str, user_id: str) -> None:
+        """Remove a membership; 409 RESOURCE_IN_USE (``ResourceInUse``) for the last ADMIN."""
+        self._api.delete_workspace_member(workspace_id, user_id)
+
 
 class ProvidersClient(Resource):
     """``/providers``: the read-only provider catalog (``Provider``, ``ProviderSchemas``)."""
 
     def __init__(self, session: Session) -> None:
         super().__init__(session)
-        self._api = ProvidersApi(session.api_client)
+        self._api = self._generated(ProvidersApi)
 
     def get(self, provider_id: str) -> Any:
         return self._api.get_provider(provider_id)
@@ -83,7 +88,7 @@ class AgentsClient(Resource):
 
     def __init__(self, session: Session) -> None:
         super().__init__(session)
-        self._api = AgentsApi(session.api_client)
+        self._api = self._generated(AgentsApi)
 
     def get(self, agent_id: str) -> Any:
         return self._api.get_agent(agent_id)
@@ -108,3 +113,15 @@ class AgentsClient(Resource):
     def rotate_credential(self, agent_id: str, request: Body | None = None) -> Any:
         body = None if request is None else as_model(AgentCredentialRotation, request)
         return self._api.rotate_agent_credential(agent_id, agent_credential_rotation=body)
+
+
+class SystemClient(Resource):
+    """What the Service says about itself; needs no token."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
+        self._api = self._generated(HealthApi)
+
+    def info(self) -> SystemInfo:
+        """``GET /system/info``: version, API version and mode (STANDALONE or SERVER)."""
+        return self._api.get_system_info()
