@@ -4,7 +4,12 @@
   one random version, mode 0600. It never replaces a file that is there.
 * ``rotate`` adds a new random master key version to the key file, makes it active, keeps every older
   version, then re-wraps every secret's DEK under it. Running Services adopt the new version from the
-  key file the first time they meet a secret wrapped by it, so no restart is needed.
+  key file the first time they meet a secret wrapped by it, so no restart is needed — as long as their
+  key file holds it: with instances on several hosts, each reading its own copy of the file, a rotation
+  on one host left every other host unable to open any secret until the file was copied over.
+* ``add`` and ``activate VERSION`` are that rotation in two steps for several hosts: ``add`` puts a new
+  version in the key file without activating it; once the file is copied to every host, ``activate``
+  makes the version active and re-wraps every secret under it, which every host can then open.
 * ``rewrap`` re-wraps what is not yet under the active version (after an interrupted ``rotate``, or when
   the key ring comes from the environment and the operator changed it there and restarted).
 * ``retire VERSION`` removes an old version from the key file once no secret uses it any more.
@@ -45,6 +50,8 @@ def add_secrets_commands(parser: argparse.ArgumentParser) -> None:
         ("init", "create the master key file with one random key version (never replaces one)"),
         ("status", "list master key versions and how many secrets each wraps"),
         ("rotate", "add and activate a new master key version, then re-wrap every secret"),
+        ("add", "add a new master key version without activating it (copy the file, then 'activate')"),
+        ("activate", "make a master key version of the key file active, then re-wrap every secret"),
         ("rewrap", "re-wrap every secret not yet under the active master key version"),
         ("retire", "remove a master key version that no secret uses any more"),
     ):
@@ -52,6 +59,8 @@ def add_secrets_commands(parser: argparse.ArgumentParser) -> None:
         add_config_arguments(command)
         if name == "retire":
             command.add_argument("version", type=int, help="the key version to remove")
+        if name == "activate":
+            command.add_argument("version", type=int, help="the key version to activate")
         command.set_defaults(handler=_run)
 
 
@@ -192,6 +201,42 @@ async def _rotate(config: ServiceConfig, _args: argparse.Namespace) -> str:
     return await _with_rewrap(config, ring, run)
 
 
+async def _add(config: ServiceConfig, _args: argparse.Namespace) -> str:
+    path = _key_file(config)
+    ring = load_ring(config)
+
+    async def run(rewrap: MasterKeyRewrap) -> str:
+        version = ring.add_version()
+        ring.save(path)
+        return (
+            f"master key version {version} added to {path}; version {ring.active_version} stays active\n"
+            f"copy {path} to every host that runs an instance (keeping its mode 0600), then run "
+            f"'wepush secrets activate {version}'\n" + _usage(ring, await rewrap.usage())
+        )
+
+    # Checked against the database first, like rotate: a file that cannot open the secrets is not spread.
+    return await _with_rewrap(config, ring, run)
+
+
+async def _activate(config: ServiceConfig, args: argparse.Namespace) -> str:
+    path = _key_file(config)
+    ring = load_ring(config)
+    version = int(args.version)
+    if version not in ring.versions:
+        raise Refused(f"master key version {version} is not in {path}; run 'wepush secrets add' first")
+
+    async def run(rewrap: MasterKeyRewrap) -> str:
+        ring.activate(version)
+        ring.save(path)
+        done = await rewrap.rewrap_all(version)
+        return (
+            f"master key version {version} is now active in {path}\n"
+            f"re-wrapped {done.rewrapped} secrets\n" + _usage(ring, done.by_version)
+        )
+
+    return await _with_rewrap(config, ring, run)
+
+
 async def _retire(config: ServiceConfig, args: argparse.Namespace) -> str:
     path = _key_file(config)
     ring = load_ring(config)
@@ -218,6 +263,8 @@ _ACTIONS: dict[str, Callable[[ServiceConfig, argparse.Namespace], Coroutine[obje
     "init": _init,
     "status": _status,
     "rotate": _rotate,
+    "add": _add,
+    "activate": _activate,
     "rewrap": _rewrap,
     "retire": _retire,
 }

@@ -377,3 +377,62 @@ def test_init_refuses_when_the_key_ring_comes_from_the_environment(
 
     assert "comes from the environment variable WEPUSH_MASTER_KEY" in capsys.readouterr().err
     assert not key_file.exists()
+
+
+def _ring_of(path: Path) -> MasterKeyRing:
+    return MasterKeyRing.load_server(environ={"KEYS": path.read_text()}, env_var="KEYS")
+
+
+def test_a_staged_rotation_reaches_every_host_before_any_secret_is_wrapped_by_the_new_version(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    asyncio.run(_seal_secrets(config, LocalEnvelopeSecretStore(load_key_ring(config))))
+    host_b = tmp_path / "host-b.key"  # the copy another instance reads
+    host_b.write_text(config.secrets.master_key_file.read_text())
+    b_store = LocalEnvelopeSecretStore(_ring_of(host_b), reload=lambda: _ring_of(host_b))
+
+    assert main(["secrets", "add"]) == 0
+    added = capsys.readouterr().out
+    assert "master key version 2 added" in added
+    assert "version 1 stays active" in added
+    assert "wepush secrets activate 2" in added
+    ring = load_key_ring(config)
+    assert (ring.active_version, ring.versions) == (1, (1, 2))
+    assert {r.key_version for r in asyncio.run(_records(config))} == {1}  # nothing wrapped by 2 yet
+
+    host_b.write_text(config.secrets.master_key_file.read_text())  # the operator copies the file
+    assert main(["secrets", "activate", "2"]) == 0
+    activated = capsys.readouterr().out
+    records = asyncio.run(_records(config))
+
+    assert "master key version 2 is now active" in activated
+    assert "re-wrapped 2 secrets" in activated
+    assert {r.key_version for r in records} == {2}
+    # Host B opens every secret although its own copy still names version 1 active, and what it seals
+    # meanwhile (under version 1) host A opens as well.
+    assert {r.name: _open(b_store, r) for r in records} == VALUES
+    assert b_store.encrypt("ws", "s-b", "token", 1, b"sealed on host b").key_version == 1
+    assert b_store.lacks({1, 2}) == []
+
+
+def test_activate_refuses_a_version_the_key_file_does_not_hold(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_key_ring(config)
+    before = config.secrets.master_key_file.read_text()
+
+    assert main(["secrets", "activate", "5"]) == 1
+
+    assert "version 5 is not in" in capsys.readouterr().err
+    assert config.secrets.master_key_file.read_text() == before
+
+
+def test_a_store_reports_the_versions_it_cannot_open_after_reading_its_file_again(tmp_path: Path) -> None:
+    path = tmp_path / "master.key"
+    ring = MasterKeyRing.create_file(path)
+    store = LocalEnvelopeSecretStore(_ring_of(path), reload=lambda: _ring_of(path))
+    assert store.lacks({1, 2}) == [2]
+    ring.add_version()
+    ring.save(path)
+    assert store.lacks({1, 2}) == []  # the file now holds version 2: adopted
+    assert store.lacks({3}) == [3]

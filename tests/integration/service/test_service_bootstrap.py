@@ -109,6 +109,27 @@ async def test_readiness_checks_database_migrations_secrets_and_artifacts(tmp_pa
         assert all(check["status"] == "UP" for check in checks.values())
 
 
+async def test_readiness_is_down_while_secrets_use_a_key_version_the_key_file_lacks(tmp_path: Path) -> None:
+    # What an instance sees when another host rotated the master key and its own file was not copied.
+    async with running_app(standalone_config(tmp_path)) as app:
+        engine = app.runtime.engine
+        assert engine is not None
+        async with engine.begin() as connection:
+            await connection.execute(text("UPDATE secret_record SET key_version = 9"))
+        missing = await app.client.get("/health/ready")
+        async with engine.begin() as connection:
+            await connection.execute(text("UPDATE secret_record SET key_version = 1"))
+        restored = await app.client.get("/health/ready")
+
+    assert missing.status_code == 503
+    secrets = missing.json()["checks"]["secrets"]
+    assert secrets["status"] == "DOWN"
+    assert "master key version 9" in secrets["detail"]
+    assert "copy the key file" in secrets["detail"]
+    assert restored.status_code == 200
+    assert restored.json()["checks"]["secrets"]["status"] == "UP"
+
+
 async def test_readiness_reports_a_schema_another_release_moved(tmp_path: Path) -> None:
     config = standalone_config(tmp_path)
     async with running_app(config) as app:

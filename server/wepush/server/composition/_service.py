@@ -335,6 +335,7 @@ class ServiceRuntime:
     events: RunEventBroker | None = None
     artifact_store: ArtifactStore | None = None
     embedded_agent: EmbeddedAgent | None = None
+    secret_store: LocalEnvelopeSecretStore | None = None
     import_retention: asyncio.Task[None] | None = None
     abandoned_uploads: asyncio.Task[None] | None = None
     artifact_retention: asyncio.Task[None] | None = None
@@ -358,7 +359,26 @@ class ServiceRuntime:
             return CheckResult("migrations", schema.usable, schema.describe())
 
         async def secrets() -> CheckResult:
-            return CheckResult("secrets", self.deps is not None, "master key loaded")
+            store, uow = self.secret_store, self.uow
+            if store is None or uow is None:
+                return CheckResult("secrets", False, "master key not loaded")
+            async with uow(read_only=True) as unit:
+                in_use = await unit.secret_records.count_by_key_version()
+            try:
+                missing = store.lacks(in_use)
+            except (MasterKeyError, OSError) as exc:
+                return CheckResult("secrets", False, str(exc))
+            if missing:
+                # Another host rotated, and this one's key file has not been given the new version: every
+                # secret wrapped by it fails here (a connection test, a run) until the file is copied.
+                versions = ", ".join(map(str, missing))
+                return CheckResult(
+                    "secrets",
+                    False,
+                    f"secrets are wrapped by master key version {versions}, which this instance's key file "
+                    "does not hold; copy the key file from the host where the version was added",
+                )
+            return CheckResult("secrets", True, "master key loaded; it opens every key version in use")
 
         async def artifacts() -> CheckResult:
             if isinstance(self.artifact_store, S3ArtifactStore):
@@ -420,6 +440,7 @@ class ServiceRuntime:
             sealed = await uow.secret_records.count_by_key_version()
         ring = load_key_ring(config, sealed)
         store = LocalEnvelopeSecretStore(ring, reload=lambda: reload_key_ring(config))
+        self.secret_store = store
         bootstrap = SystemBootstrap(uow_factory, store, utc_now)
         workspace = await bootstrap.ensure_default_workspace()
         keys = await bootstrap.server_keys(workspace.id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -70,6 +70,15 @@ class LocalEnvelopeSecretStore:
 
     def __repr__(self) -> str:
         return f"LocalEnvelopeSecretStore({self._ring!r})"
+
+    def lacks(self, key_versions: Iterable[int]) -> list[int]:
+        """The versions among ``key_versions`` (those the stored secrets use) that this ring cannot open
+        even after reading its source again: such secrets fail wherever this process needs them."""
+        unknown = sorted(set(key_versions) - set(self._ring.versions))
+        if unknown and self._reload is not None:
+            self._ring.adopt(self._reload())
+            unknown = [version for version in unknown if version not in self._ring.versions]
+        return unknown
 
     @property
     def key_ring(self) -> MasterKeyRing:

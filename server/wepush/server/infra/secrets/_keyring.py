@@ -208,11 +208,24 @@ class MasterKeyRing:
 
     def rotate(self) -> int:
         """Add a new random key as the active version, keep every older version; return the new version."""
+        version = self.add_version()
+        self.activate(version)
+        return version
+
+    def add_version(self) -> int:
+        """Add a new random key without activating it; return its version. Staged so, a rotation can
+        reach every host's key file before any secret is wrapped under the new version."""
         with self._lock:
             version = max(self._keys) + 1
             self._keys[version] = secrets.token_bytes(_KEY_BYTES)
-            self._active = version
             return version
+
+    def activate(self, version: int) -> None:
+        """Wrap new DEKs under ``version``, a version the ring already holds."""
+        with self._lock:
+            if version not in self._keys:
+                raise MasterKeyError(f"master key version {version} is not in the key ring")
+            self._active = version
 
     def adopt(self, newer: MasterKeyRing) -> None:
         """Take the versions and the active version of a freshly loaded ring (after a rotation by another
