@@ -10,7 +10,13 @@ import uvicorn
 
 from wepush.server.api._http_protocol import ProblemHttpToolsProtocol
 from wepush.server.composition._heap import settle_heap
-from wepush.server.composition._service import StartupRefused, build_service_app, preflight, prepare_data_dir
+from wepush.server.composition._service import (
+    ServiceRuntime,
+    StartupRefused,
+    build_service_app,
+    preflight,
+    prepare_data_dir,
+)
 from wepush.server.config import ConfigError, load_config, render_effective_config
 from wepush.server.infra.logging import configure_logging
 
@@ -19,10 +25,23 @@ EXIT_UNAVAILABLE = 3
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, runtime: ServiceRuntime | None = None) -> None:
+        super().__init__(config)
+        self._runtime = runtime
+
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         # Started (the lifespan has built the runtime): what exists now lives as long as the process.
         settle_heap()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Before uvicorn waits for the requests under way (and cancels those still running after
+        # ``timeout_graceful_shutdown``): an upload streaming from a slow client would otherwise only
+        # end by that cancellation. The lifespan's own shutdown comes after that wait, too late for it.
+        started = None if self._runtime is None else self._runtime.services.started
+        if started is not None:
+            started.resources.imports.stop_uploads()
+        await super().shutdown(sockets)
 
 
 def serve(*, config_file: Path | None, host: str | None, port: int | None, data_dir: Path | None) -> int:
@@ -51,7 +70,7 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
     except StartupRefused as exc:
         sys.stderr.write(f"wepush serve: cannot start: {exc}\n")
         return EXIT_UNAVAILABLE
-    app, _runtime = build_service_app(config)
+    app, runtime = build_service_app(config)
     server = _Server(
         uvicorn.Config(
             app,
@@ -66,7 +85,8 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
             http=ProblemHttpToolsProtocol,
             # Open SSE streams must not hold a shutdown hostage; the lifespan then ends them.
             timeout_graceful_shutdown=10,
-        )
+        ),
+        runtime,
     )
     server.run()
     return 0 if server.started else 1

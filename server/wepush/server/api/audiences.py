@@ -18,6 +18,7 @@ from wepush.server.api._auth import current_principal, current_trace_id
 from wepush.server.api._context import services
 from wepush.server.api._idempotency import idempotency_request
 from wepush.server.api._paging import keyset_request, page_body, sequence_request
+from wepush.server.api._problems import problem_response
 from wepush.server.api._render_content import (
     error_csv,
     render_audience,
@@ -28,7 +29,7 @@ from wepush.server.api._render_content import (
 )
 from wepush.server.api._responses import BreakableStreamingResponse, empty_response, json_response
 from wepush.server.application._import_settings import ImportSettings
-from wepush.server.application.imports import ErrorRowsIncomplete
+from wepush.server.application.imports import ErrorRowsIncomplete, ServiceStopping
 from wepush.server.domain import ImportFormat, ImportState
 
 _RESOURCE = "audiences"
@@ -170,17 +171,28 @@ def _content_codings() -> str | None:
 async def upload_audience_import_content(
     workspace_id: str, audience_id: str, import_id: str
 ) -> ConnexionResponse:
-    staged = await services().resources.imports.upload(
-        current_principal(),
-        workspace_id,
-        audience_id,
-        import_id,
-        _body_chunks(),
-        content_encoding=_content_codings(),
-        content_type=request.headers.get("content-type"),
-        content_length=_declared_length(request.headers.get("content-length")),
-        trace_id=current_trace_id(),
-    )
+    try:
+        staged = await services().resources.imports.upload(
+            current_principal(),
+            workspace_id,
+            audience_id,
+            import_id,
+            _body_chunks(),
+            content_encoding=_content_codings(),
+            content_type=request.headers.get("content-type"),
+            content_length=_declared_length(request.headers.get("content-length")),
+            trace_id=current_trace_id(),
+        )
+    except ServiceStopping as stopping:
+        # Answered here rather than by the generic handler, which logs every 5xx with its traceback: an
+        # orderly stop is no error, and the use case already logged the upload it ended.
+        return problem_response(
+            stopping.code,
+            str(stopping),
+            status=stopping.status,
+            trace_id=current_trace_id(),
+            headers={"Retry-After": str(stopping.retry_after_seconds)},
+        )
     return json_response(render_import(staged))
 
 

@@ -28,7 +28,7 @@ from wepush.server.api._render_runs import (
     render_run_accepted,
     render_run_confirmation,
 )
-from wepush.server.api._responses import empty_response, json_response
+from wepush.server.api._responses import BreakableStreamingResponse, empty_response, json_response
 from wepush.server.api._sse import CredentialCheck, sse_response
 from wepush.server.application.errors import FieldIssue, ValidationFailed
 from wepush.server.application.runs import (
@@ -37,7 +37,7 @@ from wepush.server.application.runs import (
     RunService,
     RunStartRequest,
 )
-from wepush.server.domain import ItemState, PageRequest, RunCommandType
+from wepush.server.domain import ArtifactStoreUnreachable, ItemState, PageRequest, RunCommandType
 
 _RUNS = "runs"
 _ITEMS = "run-items"
@@ -325,6 +325,16 @@ async def download_run_artifact(
             trace_id=current_trace_id(),
             headers={"Content-Range": f"bytes */{refused.size}"},
         )
+    except ArtifactStoreUnreachable as unreachable:
+        # Answered here rather than by the generic handler, which logs every 5xx with its traceback: the
+        # store already logged one line saying why, and nothing went wrong in the Service itself.
+        return problem_response(
+            unreachable.code,
+            str(unreachable),
+            status=503,
+            trace_id=current_trace_id(),
+            headers={"Retry-After": str(unreachable.retry_after_seconds)},
+        )
     headers = {
         "Content-Disposition": _content_disposition(download.file_name),
         "Accept-Ranges": "bytes",
@@ -332,9 +342,12 @@ async def download_run_artifact(
     }
     if download.content_range is not None:
         headers["Content-Range"] = download.content_range
-    return StreamingResponse(
+    # Should the store stop answering mid-body, the status line is already out: the transfer is broken
+    # off (the client sees it incomplete), never ended as if the file were whole.
+    return BreakableStreamingResponse(
         download.chunks,
         status_code=206 if download.partial else 200,
         media_type=_download_media_type(download.content_type),
         headers=headers,
+        breaks_on=(ArtifactStoreUnreachable,),
     )

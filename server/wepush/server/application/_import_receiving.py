@@ -31,11 +31,15 @@ __all__ = [
     "ABANDONED",
     "CREDENTIAL_LOST",
     "IMPORT_SERVICE",
+    "STOPPED",
     "AbandonedUploads",
     "ReceivingLease",
     "ReceivingPolicy",
+    "ServiceStopping",
     "UploadAbandoned",
     "UploadCredentialLost",
+    "UploadStop",
+    "UploadStopped",
     "receiving",
     "record_upload_failed",
 ]
@@ -50,6 +54,11 @@ CREDENTIAL_LOST: Final = (
 )
 ABANDONED: Final = (
     "the upload was abandoned: the Service instance receiving the file stopped answering before it was "
+    "complete; start a new import to send the file again"
+)
+
+STOPPED: Final = (
+    "the upload was stopped: the Service instance receiving the file was shut down before it was "
     "complete; start a new import to send the file again"
 )
 
@@ -69,6 +78,89 @@ class UploadCredentialLost(DomainError):
     def __init__(self, import_id: str) -> None:
         super().__init__(CREDENTIAL_LOST)
         self.import_id = import_id
+
+
+class UploadStopped(Exception):
+    """Raised into the upload by :meth:`UploadStop.watch` once the instance begins an orderly stop."""
+
+
+class ServiceStopping(DomainError):
+    """The instance is stopping, so it took no (more of the) file: 503 with ``Retry-After``. ``failed``
+    says whether the upload had begun, and the import is therefore FAILED (send the file in a new
+    import), or not (the import still waits for its file: send it again, to another instance)."""
+
+    code: ClassVar[str] = "SERVICE_NOT_READY"
+    status: ClassVar[int] = 503
+    retry_after_seconds: ClassVar[int] = 5
+
+    def __init__(self, import_id: str, *, failed: bool) -> None:
+        super().__init__(
+            "The Service instance stopped while receiving the file; the import is FAILED. Start a new "
+            "import to send the file again."
+            if failed
+            else "The Service instance is stopping; nothing was received. Send the file again shortly."
+        )
+        self.import_id = import_id
+        self.failed = failed
+
+
+class UploadStop:
+    """The instance's orderly stop, as the uploads under way see it.
+
+    The HTTP server gives requests still running a few seconds once it stops, then cancels them; an
+    upload cancelled mid-file ends with a traceback, a plain-text 500 and its import left STAGING until
+    the abandoned-upload check. Told of the stop first (:meth:`stop`), an upload stops waiting for its
+    next chunk at once, so its use case can still fail the import and answer 503 within that time."""
+
+    def __init__(self) -> None:
+        self._stopping = False
+        # One future for every upload to wait on beside its next chunk, made in the running loop.
+        self._stopped: asyncio.Future[None] | None = None
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self._stopped is not None and not self._stopped.done():
+            self._stopped.set_result(None)
+
+    def _signal(self) -> asyncio.Future[None]:
+        if self._stopped is None:
+            self._stopped = asyncio.get_running_loop().create_future()
+            if self._stopping:
+                self._stopped.set_result(None)
+        return self._stopped
+
+    async def watch(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """``chunks`` until the stop, then :class:`UploadStopped`, also while waiting for a slow client."""
+        while True:
+            following = asyncio.create_task(_next(chunks))
+            try:
+                await asyncio.wait((following, self._signal()), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                # Stopped or cancelled meanwhile: the chunk is not waited for any more.
+                if not following.done():
+                    following.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await following
+            if self._stopping:
+                if not following.cancelled():
+                    following.exception()  # a chunk's error, if any, is moot: the stop ends the upload
+                raise UploadStopped()
+            chunk = following.result()
+            if chunk is None:
+                return
+            yield chunk
+
+
+async def _next(chunks: AsyncIterator[bytes]) -> bytes | None:
+    # A task cannot end in StopAsyncIteration the way a generator does; None says the body ended.
+    try:
+        return await anext(chunks)
+    except StopAsyncIteration:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ copies the accepted rows into a new immutable snapshot with one ``INSERT … SEL
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import csv
 import dataclasses
@@ -26,9 +27,13 @@ from wepush.server.application._import_errors import ContentRejected, ImportLimi
 from wepush.server.application._import_receiving import (
     CREDENTIAL_LOST,
     IMPORT_SERVICE,
+    STOPPED,
     AbandonedUploads,
+    ServiceStopping,
     UploadAbandoned,
     UploadCredentialLost,
+    UploadStop,
+    UploadStopped,
     receiving,
     record_upload_failed,
 )
@@ -71,6 +76,7 @@ __all__ = [
     "ErrorRowsIncomplete",
     "ImportPreview",
     "ImportService",
+    "ServiceStopping",
     "staging_readable",
 ]
 
@@ -92,6 +98,9 @@ _STILL_RECEIVING: Final = (
     "the import is receiving its file (STAGING); discard it once the upload has ended. An upload whose "
     "Service instance stopped answering is given up (FAILED) within about 6 minutes"
 )
+#: Seconds the FAILED record of an upload cut off by a stop may take: well within the HTTP server's
+#: grace period, and what a stuck database does not record is failed at this instance's next start.
+_STOP_RECORD_TIMEOUT_S: Final = 5.0
 _INTERRUPTED: Final = (
     "the upload was interrupted: the Service instance receiving the file stopped before it was complete; "
     "start a new import to send the file again"
@@ -141,6 +150,12 @@ def staging_readable(audience_import: AudienceImport, now: datetime, attempted: 
 class ImportService:
     def __init__(self, deps: ServiceDeps) -> None:
         self._deps = deps
+        self._stop = UploadStop()
+
+    def stop_uploads(self) -> None:
+        """The instance begins an orderly stop: uploads under way end now (their imports FAILED, their
+        clients answered 503), and new ones are refused before they claim their import."""
+        self._stop.stop()
 
     async def _import_of(
         self, uow: UnitOfWork, principal: Principal, workspace_id: str, audience_id: str, import_id: str
@@ -289,6 +304,9 @@ class ImportService:
         if coding is ContentCoding.IDENTITY and content_length is not None and content_length > max_bytes:
             # Nothing was read: the import keeps waiting for a file that fits.
             raise UploadTooLarge(f"the file is larger than the import limit of {max_bytes} bytes")
+        if self._stop.stopping:
+            # Before the claim: the import still waits for its file, which another instance can take.
+            raise ServiceStopping(import_id, failed=False)
         claimed = await self._claim(principal, workspace_id, audience_id, import_id, content_type)
         settings = ImportSettings.from_options(claimed.format, claimed.options)
         try:
@@ -300,7 +318,7 @@ class ImportService:
                 credential=self._still_usable(principal, workspace_id),
             ) as lease:
                 outcome = await stage_upload(
-                    decoded(chunks, coding),
+                    decoded(self._stop.watch(chunks), coding),
                     uow=self._deps.uow,
                     import_id=import_id,
                     settings=settings,
@@ -309,6 +327,14 @@ class ImportService:
                 )
         except UploadAbandoned:
             raise await self._given_up(claimed) from None
+        except UploadStopped:
+            await self._record_stopped(claimed, trace_id)
+            raise ServiceStopping(import_id, failed=True) from None
+        except asyncio.CancelledError:
+            # Cancelled all the same (the HTTP server's grace ran out first, or it never told us of
+            # the stop): the import still must not stay STAGING. Then the cancellation goes on.
+            await self._record_stopped(claimed, trace_id)
+            raise
         except UploadCredentialLost:
             await self._fail(claimed, principal, CREDENTIAL_LOST, trace_id)
             raise
@@ -334,6 +360,37 @@ class ImportService:
             with contextlib.suppress(Exception):
                 await self._fail(claimed, principal, "the upload did not complete", trace_id)
             raise
+
+    async def _record_stopped(self, claimed: AudienceImport, trace_id: str | None) -> None:
+        """FAILED for an upload the instance's stop cut off, in one short transaction that a cancellation
+        cannot interrupt. Its staged rows are left to the retention sweep: deleting a large file's rows
+        could outlast the time the instance has left."""
+        recording = asyncio.create_task(
+            asyncio.wait_for(
+                self._record_failed(
+                    claimed, IMPORT_SERVICE, STOPPED, trace_id, summary="the upload was stopped"
+                ),
+                _STOP_RECORD_TIMEOUT_S,
+            )
+        )
+        try:
+            await asyncio.shield(recording)
+        except VersionConflict:
+            return  # another instance gave it up meanwhile: it is no longer STAGING
+        except Exception as exc:
+            # This instance's next start fails it instead (fail_interrupted_uploads).
+            _log.warning(
+                "upload %s was stopped by the Service's stop but could not be recorded FAILED: %s",
+                claimed.id,
+                exc.__class__.__name__,
+                extra={"event": "IMPORT_UPLOAD_STOP_UNRECORDED"},
+            )
+            return
+        _log.warning(
+            "upload %s was stopped by the Service's stop; the import is FAILED",
+            claimed.id,
+            extra={"event": "IMPORT_UPLOAD_STOPPED"},
+        )
 
     def _still_usable(self, principal: Principal, workspace_id: str) -> Callable[[], Awaitable[bool]]:
         """Whether the token sending a file may still send it (asked at each lease renewal): it is neither

@@ -46,6 +46,7 @@ from ._common import (
     utc_now,
 )
 from ._errors import (
+    ArtifactStoreUnreachable,
     DatabaseBusy,
     DomainError,
     DuplicateResource,
@@ -135,6 +136,7 @@ __all__ = [
     "ArtifactOwnerType",
     "ArtifactRepository",
     "ArtifactState",
+    "ArtifactStoreUnreachable",
     "Audience",
     "AudienceImport",
     "AudienceImportRepository",

@@ -27,6 +27,18 @@ class DatabaseBusy(DomainError):
         super().__init__("The database is busy with other writes; nothing was done, retry shortly.")
 
 
+class ArtifactStoreUnreachable(DomainError):
+    """The store that holds artifact bytes cannot be reached (no connection, a timeout) or answers with
+    a server error. Nothing was lost: the same request succeeds once the store is back, which
+    ``/health/ready`` shows (check ``artifacts``)."""
+
+    code: ClassVar[str] = "SERVICE_NOT_READY"
+    retry_after_seconds: ClassVar[int] = 10
+
+    def __init__(self) -> None:
+        super().__init__("The artifact store cannot be reached right now; nothing was lost, retry shortly.")
+
+
 class NotFound(DomainError):
     code: ClassVar[str] = "RESOURCE_NOT_FOUND"
 

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection
+import logging
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as EndpointUnreachable
 
 from wepush.server.application.execution import ArtifactObjectMissing, ArtifactUpload, StoredObject
 from wepush.server.config import S3Settings
+from wepush.server.domain import ArtifactStoreUnreachable
 
 from ._keys import GeneratedKeys, checked_key
 from ._upload import HashingUpload, own
@@ -32,6 +35,7 @@ __all__ = ["ArtifactStoreUnavailable", "S3ArtifactStore"]
 PART_BYTES: Final = 8 * 1024 * 1024
 _READ_CHUNK: Final = 64 * 1024
 _MISSING_CODES: Final = frozenset({"404", "NoSuchKey", "NotFound"})
+_log = logging.getLogger("wepush.server.artifacts")
 
 
 class ArtifactStoreUnavailable(RuntimeError):
@@ -40,6 +44,45 @@ class ArtifactStoreUnavailable(RuntimeError):
 
 def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _server_error(error: ClientError) -> str | None:
+    """``<code> (HTTP <status>)`` when the bucket answered with a server error (5xx), else ``None``."""
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if not isinstance(status, int) or status < 500:
+        return None
+    return f"{_code(error) or 'server error'} (HTTP {status})"
+
+
+@contextlib.contextmanager
+def _reading(bucket: str, operation: str) -> Iterator[None]:
+    """Turns a bucket that cannot be reached (no connection, a connect or read timeout, a connection cut
+    mid-body) or that answers 5xx into :class:`ArtifactStoreUnreachable`, after boto's own retries: the
+    request reading it is answered 503, not 500 with botocore's traceback, and nothing above this layer
+    needs to know botocore. Every other error (a missing object, refused credentials) is left as it is.
+    """
+    try:
+        yield
+    except (EndpointUnreachable, HTTPClientError) as exc:
+        raise _unreachable(bucket, operation, exc.__class__.__name__) from None
+    except ClientError as exc:
+        server_error = _server_error(exc)
+        if server_error is None:
+            raise
+        raise _unreachable(bucket, operation, server_error) from None
+
+
+def _unreachable(bucket: str, operation: str, reason: str) -> ArtifactStoreUnreachable:
+    # One line, no traceback: the class or code says what happened (botocore's own messages add the
+    # endpoint URL and the object key, and its traceback says nothing an operator can act on).
+    _log.warning(
+        "the artifact bucket %r could not be read (%s): %s",
+        bucket,
+        operation,
+        reason,
+        extra={"event": "ARTIFACT_STORE_UNREACHABLE"},
+    )
+    return ArtifactStoreUnreachable()
 
 
 class _S3Upload(HashingUpload):
@@ -200,9 +243,10 @@ class S3ArtifactStore(GeneratedKeys):
 
     async def stat(self, key: str) -> StoredObject | None:
         try:
-            head = await asyncio.to_thread(
-                self._client.head_object, Bucket=self._bucket, Key=checked_key(key)
-            )
+            with _reading(self._bucket, "head_object"):
+                head = await asyncio.to_thread(
+                    self._client.head_object, Bucket=self._bucket, Key=checked_key(key)
+                )
         except ClientError as exc:
             if _code(exc) in _MISSING_CODES:
                 return None
@@ -218,16 +262,17 @@ class S3ArtifactStore(GeneratedKeys):
                 raise ArtifactObjectMissing(key)
             return _empty()
         try:
-            got = await asyncio.to_thread(
-                self._client.get_object, Bucket=self._bucket, Key=key, Range=f"bytes={start}-{end - 1}"
-            )
+            with _reading(self._bucket, "get_object"):
+                got = await asyncio.to_thread(
+                    self._client.get_object, Bucket=self._bucket, Key=key, Range=f"bytes={start}-{end - 1}"
+                )
         except ClientError as exc:
             if _code(exc) in _MISSING_CODES:
                 raise ArtifactObjectMissing(key) from None
             if _code(exc) == "InvalidRange" and await self.stat(key) is not None:
                 return _empty()  # the range starts at or after the end of the object
             raise
-        return _read(got["Body"])
+        return _read(got["Body"], self._bucket)
 
     async def delete(self, key: str) -> bool:
         if await self.stat(key) is None:
@@ -279,9 +324,14 @@ async def _empty() -> AsyncIterator[bytes]:
     yield b""  # pragma: no cover - makes this an async generator
 
 
-async def _read(body: Any) -> AsyncIterator[bytes]:
+async def _read(body: Any, bucket: str) -> AsyncIterator[bytes]:
     try:
-        while chunk := await asyncio.to_thread(body.read, _READ_CHUNK):
+        while True:
+            # The connection may also break (or time out) after the first bytes.
+            with _reading(bucket, "reading an object"):
+                chunk = await asyncio.to_thread(body.read, _READ_CHUNK)
+            if not chunk:
+                return
             yield chunk
     finally:
         await asyncio.to_thread(body.close)
