@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from tests.fixtures.releases import NEWER_REVISION, migrate_with, newer_release
 from tests.fixtures.s3 import S3Bucket
@@ -167,3 +168,44 @@ async def test_an_instance_refuses_a_schema_a_newer_release_did_not_declare_fit_
         StartupRefused, match=f"database: the database schema is at revision {NEWER_REVISION}"
     ):
         await asyncio.to_thread(preflight, config)
+
+
+async def test_an_instance_started_under_a_live_instances_name_refuses_before_failing_its_uploads(
+    tmp_path: Path, postgres_url: str, s3_env: dict[str, str], s3_bucket: S3Bucket
+) -> None:
+    # A start fails the uploads an earlier process of its name was receiving (that process is gone), so
+    # the name must be found free first: a live instance under it would lose the uploads it is receiving.
+    env = {
+        **_server_env(tmp_path, postgres_url, s3_env),
+        "WEPUSH_AGENT_EMBEDDED_ENABLED": "true",
+        "WEPUSH_SERVER_PORT": "18991",
+    }
+    async with service(tmp_path / "a", **env) as first:
+        assert first.runtime.embedded_agent is not None
+        ws = await default_workspace(first)
+        base = f"/api/v1/workspaces/{ws}/audiences"
+        audience = (await first.client.post(base, headers=first.admin(), json={"name": "customers"})).json()
+        imports = f"{base}/{audience['id']}/imports"
+        created = await first.client.post(
+            imports,
+            headers=first.admin(),
+            json={"format": "CSV", "hasHeader": True, "itemIdField": "id", "fieldMapping": {"id": "id"}},
+        )
+        import_id = created.json()["id"]
+        engine = first.runtime.engine
+        assert engine is not None
+        async with engine.begin() as connection:  # the first instance is receiving its file
+            await connection.execute(
+                text(
+                    "UPDATE audience_import SET state = 'STAGING', "
+                    "options_json = jsonb_set(options_json, '{receivedBy}', to_jsonb(CAST(:name AS text))) WHERE id = :id"
+                ),
+                {"name": first.runtime.config.embedded_agent_name, "id": import_id},
+            )
+
+        with pytest.raises(RuntimeError, match="in use by another live instance"):
+            async with service(tmp_path / "b", **env):
+                pass
+        after = await first.client.get(f"{imports}/{import_id}", headers=first.admin())
+
+    assert after.json()["state"] == "STAGING"

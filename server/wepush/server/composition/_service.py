@@ -498,6 +498,11 @@ class ServiceRuntime:
                 config.security.rate_limit_per_second, config.security.rate_limit_burst, time.monotonic
             ),
         )
+        agent = self._embedded_agent(workspace.id, store) if config.agent.embedded_enabled else None
+        if agent is not None:
+            # Before anything done in the instance's name: a live instance holding the same name would
+            # lose the uploads it is receiving, and then its runs.
+            await agent.ensure_name_free()
         await self.services.started.resources.imports.fail_interrupted_uploads()
         # Every instance sweeps; the sweep's updates and deletes are conditional and idempotent.
         self.import_retention = asyncio.create_task(
@@ -526,9 +531,9 @@ class ServiceRuntime:
         self.cancelled_runs = asyncio.create_task(
             finisher.finish_cancelled_every(CANCELLED_RUN_INTERVAL, self.notifier), name="cancelled-runs"
         )
-        if config.agent.embedded_enabled:
-            self.embedded_agent = self._embedded_agent(workspace.id, store)
-            await self.embedded_agent.start()
+        if agent is not None:
+            self.embedded_agent = agent
+            await agent.start()
         for hook in self.on_started:
             await hook(self)
 

@@ -138,8 +138,9 @@ class ServiceConfig:
         """The name this process's embedded agent registers under.
 
         A restart must find its own leases again, so the name is stable for one instance; two live
-        instances must never share one, or one's start recovers (revokes) the other's leases. In server
-        mode several instances may share a host, and only their ports tell them apart there.
+        instances must never share one (a start under a name whose agent still reports heartbeats is
+        refused, rather than recovering, and so revoking, the live one's leases). In server mode several
+        instances may share a host, and only their ports tell them apart there.
         """
         if self.agent.name is not None:
             return self.agent.name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._agent import EmbeddedAgent
+from ._agent import AgentNameInUse, EmbeddedAgent
 from ._settings import EXPIRED_CAUSE, RESTART_CAUSE, EmbeddedAgentSettings
 
-__all__ = ["EXPIRED_CAUSE", "RESTART_CAUSE", "EmbeddedAgent", "EmbeddedAgentSettings"]
+__all__ = ["EXPIRED_CAUSE", "RESTART_CAUSE", "AgentNameInUse", "EmbeddedAgent", "EmbeddedAgentSettings"]

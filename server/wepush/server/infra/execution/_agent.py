@@ -9,6 +9,9 @@ It is a supervisor with one task per loop:
 * **lease renewer** — extends the leases of its runs and reports the agent's heartbeat;
 * **lease reaper** — expires overdue leases and recovers runs no active lease covers any more.
 
+Its name is its identity across restarts, so before it registers it makes sure no live process holds that
+name (see :meth:`EmbeddedAgent.start`): recovering at start revokes every lease held under the name.
+
 (Artifact retention is the Service's, not the agent's: every instance sweeps, with or without an agent.)
 
 The loops run under ``asyncio.wait(FIRST_EXCEPTION)``: a loop that fails shuts the agent down (recorded in
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -57,12 +60,23 @@ from wepush.server.domain.secrets import SecretScrubber, SecretStore
 from wepush.server.infra.db import SqliteExecutionLedger, execution_ledger
 from wepush.server.infra.logging import LogContextBinding, bind_log_context, get_redactor
 
-from ._registration import register_agent
+from ._registration import find_embedded_agent, register_agent
 from ._settings import EXPIRED_CAUSE, RESTART_CAUSE, EmbeddedAgentSettings
 
-__all__ = ["EmbeddedAgent"]
+__all__ = ["AgentNameInUse", "EmbeddedAgent"]
 
 _log = logging.getLogger("wepush.server.execution")
+
+# The renewer reports a heartbeat three times per lease TTL. A name whose heartbeat has missed three in a
+# row (one lease TTL, when its leases would expire too) is held by no live process any more.
+_HEARTBEATS_PER_LEASE = 3
+_MISSED_HEARTBEATS = 3
+# What a clean shutdown leaves (or a row that never reported): no process claims the name.
+_RELEASED = frozenset({AgentStatus.STOPPED, AgentStatus.OFFLINE})
+
+
+class AgentNameInUse(RuntimeError):
+    """Another live process's embedded agent reports heartbeats under this agent's name."""
 
 
 class EmbeddedAgent:
@@ -84,10 +98,12 @@ class EmbeddedAgent:
         redactor: SecretScrubber | None = None,
         recovery_locks: RecoveryLocks | None = None,
         metrics: ExecutionMetrics | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """``recovery_locks`` must span every instance sharing the database (the default spans only this
         process, enough for standalone). ``redactor`` defaults to the process-wide logging one: the run log goes through it and each
-        run registers the secret values it resolves with it, so log lines mask them too."""
+        run registers the secret values it resolves with it, so log lines mask them too. ``sleep`` is how
+        ``start`` waits for a predecessor's heartbeat to age (paired with ``clock`` in tests)."""
         self._settings = settings or EmbeddedAgentSettings()
         s = self._settings
         self._uow = uow
@@ -96,6 +112,8 @@ class EmbeddedAgent:
         self._workspace_id = workspace_id
         self._clock = clock
         self._version = agent_version
+        self._sleep = sleep
+        self._heartbeat_interval = s.lease_ttl / _HEARTBEATS_PER_LEASE
         engine = ExecutionEngine(providers.get, replace(s.engine_options, capacity=s.max_concurrency))
         self._ledger = execution_ledger(uow)
         self._context = ExecutionContext(
@@ -122,6 +140,7 @@ class EmbeddedAgent:
             locks=recovery_locks,
         )
         self._agent: Agent | None = None
+        self._name_free = False
         self._executions: dict[str, RunExecution] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._claimer: asyncio.Task[None] | None = None
@@ -151,9 +170,14 @@ class EmbeddedAgent:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Register the agent, recover what a previous process left behind, then start the loops."""
+        """Make sure no live process holds the name, register the agent, recover what a previous process
+        left behind, then start the loops.
+
+        Raises :class:`AgentNameInUse` (having logged why) when another process's agent still reports
+        heartbeats under the name; nothing was registered or recovered then."""
         if self._agent is not None:
             raise RuntimeError("the embedded agent was already started")
+        await self.ensure_name_free()
         self._agent = await self._register()
         await self._recover_at_start()
         self._claim_hint = self._notifier.listen()
@@ -223,7 +247,71 @@ class EmbeddedAgent:
         _, pending = await asyncio.wait(tuple(self._tasks.values()), timeout=seconds)
         return not pending
 
-    # ------------------------------------------------------------------ registration and heartbeat
+    # ------------------------------------------------------------------ name, registration and heartbeat
+
+    async def ensure_name_free(self) -> None:
+        """Return once no live process holds the name; raise :class:`AgentNameInUse` if one does. The
+        Service asks before anything it does in the name (failing the uploads an earlier process of this
+        name was receiving); :meth:`start` asks too, and a name found free once is not watched again.
+
+        A heartbeat younger than the liveness window is either a live duplicate's or the last one of a
+        predecessor that crashed (kill -9: no STOPPED mark). Refusing would keep a crashed instance from
+        ever restarting within the window, and taking over would revoke a live one's leases; so watch
+        it: one that moves on is a live holder, one that ages past the window a dead one, whose runs the
+        recovery then takes over (as the lease reaper of any instance would, at the same moment)."""
+        if self._name_free:
+            return
+        await self._watch_name()
+        self._name_free = True
+
+    async def _watch_name(self) -> None:
+        window = self._heartbeat_interval * _MISSED_HEARTBEATS
+        first: datetime | None = None
+        while True:
+            seen = await self._holder_heartbeat()
+            if seen is None:
+                return
+            if first is not None and seen > first:
+                raise self._name_in_use(seen)
+            age = self._clock() - seen
+            if age >= window:
+                return
+            if first is None:
+                first = seen
+                _log.warning(
+                    "embedded agent name %r reported a heartbeat %.1f s ago; waiting up to %.1f s to tell a "
+                    "crashed predecessor (its heartbeat ages) from a live instance (it reports again)",
+                    self._settings.agent_name,
+                    age.total_seconds(),
+                    (window - age).total_seconds(),
+                    extra={"event": "AGENT_NAME_WAIT"},
+                )
+            await self._sleep(min(window - age, self._heartbeat_interval).total_seconds())
+
+    async def _holder_heartbeat(self) -> datetime | None:
+        """The last heartbeat under this agent's name; ``None`` when no process may hold it (never
+        registered, never reported, or stopped cleanly)."""
+        async with self._uow(read_only=True) as uow:
+            holder = await find_embedded_agent(uow, self._workspace_id, self._settings.agent_name)
+        if holder is None or holder.status in _RELEASED:
+            return None
+        return holder.last_seen_at
+
+    def _name_in_use(self, seen: datetime) -> AgentNameInUse:
+        name = self._settings.agent_name
+        age = max(0.0, (self._clock() - seen).total_seconds())
+        _log.error(
+            "embedded agent name %r is in use: its agent reported a heartbeat %.1f s ago, so another live "
+            "instance runs under it; not starting this instance's agent (give each instance its own "
+            "agent.embedded.name / WEPUSH_AGENT_EMBEDDED_NAME)",
+            name,
+            age,
+            extra={"event": "AGENT_NAME_IN_USE"},
+        )
+        return AgentNameInUse(
+            f"the embedded agent name {name!r} is in use by another live instance (heartbeat {age:.1f} s "
+            "ago); give each instance its own agent.embedded.name / WEPUSH_AGENT_EMBEDDED_NAME"
+        )
 
     async def _register(self) -> Agent:
         async with self._uow() as uow:
@@ -411,7 +499,7 @@ class EmbeddedAgent:
             await self._command_hint.wait(self._settings.command_poll_interval.total_seconds())
 
     async def _renew_loop(self) -> None:
-        interval = self._settings.lease_ttl.total_seconds() / 3
+        interval = self._heartbeat_interval.total_seconds()
         while True:
             for execution in tuple(self._executions.values()):
                 with self._run_log_context(execution):

@@ -9,10 +9,11 @@ from wepush.agent.engine import SPI_VERSION
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.server.domain import Agent, AgentKind, AgentStatus, JsonObject, Keyset, PageRequest, UnitOfWork
 
-__all__ = ["register_agent"]
+__all__ = ["find_embedded_agent", "register_agent"]
 
 
-async def _find(uow: UnitOfWork, workspace_id: str, name: str) -> Agent | None:
+async def find_embedded_agent(uow: UnitOfWork, workspace_id: str, name: str) -> Agent | None:
+    """The EMBEDDED agent row registered under ``name``, if any."""
     after: Keyset | None = None
     while True:
         page = await uow.agents.list_page(workspace_id, PageRequest(limit=100, after=after))
@@ -37,7 +38,7 @@ async def register_agent(
     """The EMBEDDED agent named ``name``, ONLINE, with its current providers and capacity. Keeping the same
     row across restarts is what lets a new process recognise the leases its dead predecessor held."""
     providers = [{"id": d.provider_id, "version": d.version, "spi": SPI_VERSION} for d in catalog.list()]
-    existing = await _find(uow, workspace_id, name)
+    existing = await find_embedded_agent(uow, workspace_id, name)
     if existing is not None:
         return await uow.agents.update(
             replace(
