@@ -26,6 +26,7 @@ async def test_a_json_body_with_a_content_coding_is_415_and_creates_nothing(
     assert refused.status_code == 415
     assert refused.json()["code"] == "VALIDATION_FAILED"
     assert "Content-Encoding" in refused.json()["detail"]
+    assert [error["field"] for error in refused.json()["errors"]] == ["Content-Encoding"]
     assert listed.json()["items"] == []
 
 

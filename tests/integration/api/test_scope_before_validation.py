@@ -103,3 +103,17 @@ async def test_a_system_operation_refuses_a_workspace_admin_before_reading_its_b
         ("DENIED", "WORKSPACE", None)
     ]
     assert events[0]["details"]["summary"].startswith("createWorkspace: needs SYSTEM_ADMIN")
+
+
+async def test_operations_outside_a_workspace_that_every_token_may_call_keep_their_400(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        _, viewer = await issue_token(app, ws, "VIEWER")
+        workspaces = await app.client.get(f"{API}/workspaces", headers=viewer, params={"limit": 0})
+        providers = await app.client.get(f"{API}/providers", headers=viewer, params={"bogus": 1})
+        events = await _events(app, f"{API}/audit-events", "request.refused")
+    assert (workspaces.status_code, workspaces.json()["code"]) == (400, "VALIDATION_FAILED")
+    assert (providers.status_code, providers.json()["code"]) == (400, "VALIDATION_FAILED")
+    assert events == []

@@ -82,3 +82,19 @@ async def test_a_large_body_pipelined_with_the_next_request_is_not_counted_as_he
     assert answered.count(b"HTTP/1.1 200 ") == 2
     assert b"\r\n\r\n%d" % len(body) in answered
     assert answered.endswith(b"\r\n\r\n2")
+
+
+async def test_a_head_just_over_the_limit_is_refused_whether_it_arrives_whole_or_in_two_pieces() -> None:
+    # The chunk that completes a head is parsed before it can be counted: the parsed head is measured.
+    line = b"X-Pad: " + b"e" * (MAX_HEAD_BYTES + 4000) + b"\r\n"
+    head = b"GET / HTTP/1.1\r\nHost: x\r\n" + line + b"Connection: close\r\n\r\n"
+    small = b"".join(b"X-H-%d: v\r\n" % i for i in range(MAX_HEAD_BYTES // 10))
+    many = b"GET / HTTP/1.1\r\nHost: x\r\n" + small + b"Connection: close\r\n\r\n"
+    async with server() as port:
+        whole = await _exchange(port, head)
+        halves = await _exchange(port, head[: len(head) // 2], head[len(head) // 2 :])
+        many_small = await _exchange(port, many)
+    assert whole.startswith(b"HTTP/1.1 431 ")
+    assert halves.startswith(b"HTTP/1.1 431 ")
+    assert many_small.startswith(b"HTTP/1.1 431 ")
+    assert b"HTTP/1.1 200" not in whole + halves + many_small

@@ -436,3 +436,18 @@ def test_a_store_reports_the_versions_it_cannot_open_after_reading_its_file_agai
     ring.save(path)
     assert store.lacks({1, 2}) == []  # the file now holds version 2: adopted
     assert store.lacks({3}) == [3]
+
+
+def test_a_retired_version_number_is_never_issued_again(
+    config: ServiceConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Reused, a copy of the older file would hold another key under a number the secrets use.
+    load_key_ring(config)
+    assert main(["secrets", "add"]) == 0
+    assert main(["secrets", "retire", "2"]) == 0
+    assert main(["secrets", "add"]) == 0
+    capsys.readouterr()
+
+    ring = load_key_ring(config)
+    assert ring.versions == (1, 3)
+    assert json.loads(config.secrets.master_key_file.read_text())["retired"] == [2]

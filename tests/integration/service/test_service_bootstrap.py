@@ -10,6 +10,7 @@ from sqlalchemy import text
 from tests.fixtures.releases import NEWER_REVISION, migrate_with, newer_release
 from tests.helpers_app import running_app, standalone_config
 from wepush.server.infra.db import current_revision_async, head_revision, upgrade_database_async
+from wepush.server.infra.secrets import MasterKeyRing
 
 
 def _mode(path: Path) -> int:
@@ -128,6 +129,36 @@ async def test_readiness_is_down_while_secrets_use_a_key_version_the_key_file_la
     assert "copy the key file" in secrets["detail"]
     assert restored.status_code == 200
     assert restored.json()["checks"]["secrets"]["status"] == "UP"
+
+
+async def test_readiness_is_down_while_its_key_ring_holds_another_key_under_a_version_in_use(
+    tmp_path: Path,
+) -> None:
+    # What an instance sees when another host activated a version under the same number with another key
+    # (a key file copied before a retire, say): the number matches, the key does not.
+    async with running_app(standalone_config(tmp_path)) as app:
+        runtime = app.runtime
+        assert runtime.engine is not None
+        assert runtime.secret_store is not None
+        ours, theirs = runtime.secret_store.key_ring, MasterKeyRing.generate()
+        async with runtime.engine.begin() as connection:
+            rows = (
+                await connection.execute(text("SELECT id, dek_nonce, encrypted_dek FROM secret_record"))
+            ).all()
+            for row in rows:
+                dek = ours.unwrap_dek(1, row.dek_nonce, row.encrypted_dek)
+                _, nonce, wrapped = theirs.wrap_dek(dek)
+                await connection.execute(
+                    text("UPDATE secret_record SET dek_nonce = :n, encrypted_dek = :e WHERE id = :id"),
+                    {"n": nonce, "e": wrapped, "id": row.id},
+                )
+        wrong = await app.client.get("/health/ready")
+
+    assert rows
+    assert wrong.status_code == 503
+    secrets = wrong.json()["checks"]["secrets"]
+    assert secrets["status"] == "DOWN"
+    assert "a different key under master key version 1" in secrets["detail"]
 
 
 async def test_readiness_reports_a_schema_another_release_moved(tmp_path: Path) -> None:

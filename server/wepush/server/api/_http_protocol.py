@@ -69,6 +69,7 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
     #: Whether the parser is inside a request's line and headers, how many bytes they took so far, and
     #: how many bytes of the chunk being parsed were body (not head).
     _in_head = False
+    _head_too_large = False
     _head_bytes = 0
     _body_bytes_fed = 0
 
@@ -97,15 +98,30 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        # The chunk that ends the head is parsed before data_received could count it: measure the head
+        # the parser handed over (the URL and every header line), so a head sent in one piece is bounded.
+        if self._parsed_head_bytes() > self.max_head_bytes:
+            # Answered and closed here; the parser's callbacks for the rest of this chunk do nothing.
+            self._head_too_large = True
+            self._refuse_head()
+            return
         super().on_headers_complete()
         self._expect_within(self.body_idle_timeout, "its request body")
 
+    def _parsed_head_bytes(self) -> int:
+        # ": " and CRLF around each header, and the method and version around the URL.
+        return len(self.url) + 16 + sum(len(name) + len(value) + 4 for name, value in self.headers)
+
     def on_body(self, body: bytes) -> None:
         self._body_bytes_fed += len(body)
+        if self._head_too_large:
+            return
         super().on_body(body)
         self._expect_within(self.body_idle_timeout, "its request body")
 
     def on_message_complete(self) -> None:
+        if self._head_too_large:
+            return
         super().on_message_complete()
         self._cancel_expectation()
 

@@ -164,7 +164,7 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
         codings = b",".join(value for name, value in scope.get("headers", ()) if name == b"content-encoding")
         if any(coding.strip().lower() not in (b"", b"identity") for coding in codings.split(b",")):
             raise UnsupportedMediaTypeProblem(
-                detail="Content-Encoding: a JSON request body is sent without a content coding"
+                detail="header 'Content-Encoding': a JSON request body is sent without a content coding"
             )
         # Connexion validates a body sent without a Content-Type as the operation's JSON, but the
         # handler then receives the raw bytes; saying so in the scope gives the handler the document

@@ -46,8 +46,12 @@ class ScopeCheck:
     ) -> None:
         """Return if ``principal`` holds ``minimum`` (a workspace role, or SYSTEM_ADMIN) for ``operation``
         in ``workspace_id``; otherwise audit the refusal and raise 404 (no role there) or 403."""
-        if minimum == SYSTEM_ADMIN_ROLE or workspace_id is None:
+        if minimum == SYSTEM_ADMIN_ROLE:
             await self._system_scope(principal, operation, resource_type, trace_id)
+            return
+        if workspace_id is None:
+            # Outside any workspace (the provider catalog, one's own workspaces): every API token may
+            # call it, so the request's own problem stands.
             return
         refusal: NotFound | AccessDenied
         try:

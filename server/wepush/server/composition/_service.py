@@ -364,10 +364,22 @@ class ServiceRuntime:
                 return CheckResult("secrets", False, "master key not loaded")
             async with uow(read_only=True) as unit:
                 in_use = await unit.secret_records.count_by_key_version()
+                samples = [await unit.secret_records.first_wrapped_by(v) for v in sorted(in_use)]
             try:
                 missing = store.lacks(in_use)
             except (MasterKeyError, OSError) as exc:
                 return CheckResult("secrets", False, str(exc))
+            # A version number is not enough: a copy of another key file may hold another key under it.
+            wrong = sorted(unopened_versions(store.key_ring, [s for s in samples if s is not None]))
+            if wrong:
+                versions = ", ".join(map(str, wrong))
+                return CheckResult(
+                    "secrets",
+                    False,
+                    f"this instance's key file holds a different key under master key version {versions}, "
+                    "which cannot open the secrets wrapped by it; copy the key file from the host where "
+                    "the version was added",
+                )
             if missing:
                 # Another host rotated, and this one's key file has not been given the new version: every
                 # secret wrapped by it fails here (a connection test, a run) until the file is copied.

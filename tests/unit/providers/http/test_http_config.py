@@ -128,6 +128,8 @@ def test_loopback_base_url_is_valid_only_with_the_factory_test_setting() -> None
         # A message's fixed values are plain content too; credentials belong to the account's auth.
         ({"headers": {"Authorization": "Bearer t-1"}}, "/headers/Authorization", "CREDENTIALS_IN_HEADER"),
         ({"query": {"access_token": "t-1"}}, "/query/access_token", "CREDENTIALS_IN_QUERY"),
+        ({"path": "/n;access_token=abc"}, "/path", "CREDENTIALS_IN_URL"),
+        ({"path": "/v1;ApiKey=k/{{id}}"}, "/path", "CREDENTIALS_IN_URL"),
     ],
 )
 def test_invalid_message_names_the_field(overrides: dict[str, Any], path: str, code: str) -> None:
@@ -197,4 +199,9 @@ def test_harmless_path_and_semicolon_parameters_are_accepted() -> None:
     result = FACTORY.validate_account(
         account(baseUrl="https://api.example.com/v1;v=2/send?lang=zh;region=cn")
     )
+    assert result.ok, result.issues
+
+
+def test_a_message_path_with_harmless_parameters_is_accepted() -> None:
+    result = FACTORY.validate_message(message(path="/v1;lang=zh/users/{{id}}"))
     assert result.ok, result.issues

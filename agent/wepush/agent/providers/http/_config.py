@@ -166,6 +166,15 @@ def _parameter_names(url: URL) -> Iterator[str]:
             yield unquote(parameter.split("=", 1)[0])
 
 
+def _path_parameter_names(path: str) -> Iterator[str]:
+    """:func:`_parameter_names` of a message's fixed path text (placeholders left out)."""
+    try:
+        url = URL("http://path.invalid/" + path.lstrip("/"))
+    except ValueError:
+        return iter(())
+    return _parameter_names(url)
+
+
 def _base_url(text: str, policy: AddressPolicy, issues: list[ValidationIssue]) -> URL:
     try:
         url = parse_url(text)
@@ -322,8 +331,19 @@ def parse_message(document: ConfigDocument, schema: Mapping[str, Any]) -> Messag
     _refuse_plain_credentials((n for n, t in headers if t.is_constant), "/headers", "HEADER", issues)
     _refuse_plain_credentials((n for n, t in query if t.is_constant), "/query", "QUERY", issues)
     path = Template.checked(raw.get("path", ""), "/path", issues)
-    if any(segment in {".", ".."} for segment in "".join(path.literals).split("/")):
+    fixed_path = "".join(path.literals)
+    if any(segment in {".", ".."} for segment in fixed_path.split("/")):
         issues.append(_issue("/path", "DOT_SEGMENT", "must not contain '.' or '..' segments"))
+    if any(is_sensitive_name(name) for name in _path_parameter_names(fixed_path)):
+        # The path is plain message content every VIEWER reads, like the query: ``/n;access_token=…``.
+        issues.append(
+            _issue(
+                "/path",
+                "CREDENTIALS_IN_URL",
+                "carries a credential in its parameters: use the account's auth (type QUERY) and a secret "
+                "reference",
+            )
+        )
     content_type = next((v for k, v in header_pairs if k.lower() == "content-type"), None)
     if content_type is not None and "{{" in content_type:
         issues.append(_issue("/headers/Content-Type", "TEMPLATE_NOT_ALLOWED", "must be a fixed value"))

@@ -4,7 +4,10 @@ Key file format (the same text is accepted from the ``WEPUSH_MASTER_KEY`` enviro
 
 * JSON::
 
-      {"active": 2, "keys": {"1": "<base64 of 32 bytes>", "2": "<base64 of 32 bytes>"}}
+      {"active": 2, "keys": {"1": "<base64 of 32 bytes>", "2": "<base64 of 32 bytes>"}, "retired": [3]}
+
+  ``retired`` (optional) lists the versions ``wepush secrets retire`` removed: a new version never takes
+  one of their numbers again.
 
 * or lines of ``<version>:<base64 of 32 bytes>``; blank lines and lines starting with ``#`` are ignored;
   an optional ``active:<version>`` line selects the active version, otherwise the highest version is
@@ -28,7 +31,7 @@ import secrets
 import stat
 import struct
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -58,9 +61,11 @@ class MasterKeyRing:
     ``rotate`` and ``retire`` mutate the ring in place; a lock keeps a concurrent wrap consistent.
     """
 
-    __slots__ = ("_active", "_keys", "_lock")
+    __slots__ = ("_active", "_keys", "_lock", "_retired")
 
-    def __init__(self, keys: Mapping[int, bytes], active_version: int) -> None:
+    def __init__(
+        self, keys: Mapping[int, bytes], active_version: int, *, retired: Iterable[int] = ()
+    ) -> None:
         if not keys:
             raise MasterKeyError("master key ring is empty")
         for version, key in keys.items():
@@ -74,6 +79,9 @@ class MasterKeyRing:
             raise MasterKeyError(f"active master key version {active_version} is not in the key ring")
         self._keys: dict[int, bytes] = {v: bytes(k) for v, k in keys.items()}
         self._active = active_version
+        #: Versions removed from the ring: their numbers are never issued again, so a copy of an older
+        #: key file cannot hold a different key under a number the secrets use.
+        self._retired: set[int] = set(retired) - set(keys)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -184,8 +192,9 @@ class MasterKeyRing:
         stripped = text.strip()
         if not stripped:
             raise MasterKeyError(f"{source} is empty")
+        retired: set[int] = set()
         if stripped.startswith("{"):
-            keys, active = _parse_json(stripped, source)
+            keys, active, retired = _parse_json(stripped, source)
         else:
             keys, active = _parse_lines(stripped, source)
         if not keys:
@@ -194,7 +203,7 @@ class MasterKeyRing:
             active = max(keys)
         if active not in keys:
             raise MasterKeyError(f"{source} names active version {active} which it does not contain")
-        return cls(keys, active)
+        return cls(keys, active, retired=retired)
 
     # ----------------------------------------------------------------- inspection and rotation
 
@@ -216,7 +225,9 @@ class MasterKeyRing:
         """Add a new random key without activating it; return its version. Staged so, a rotation can
         reach every host's key file before any secret is wrapped under the new version."""
         with self._lock:
-            version = max(self._keys) + 1
+            version = max(self._keys.keys() | self._retired) + 1
+            if version > _MAX_VERSION:
+                raise MasterKeyError(f"master key versions must be at most {_MAX_VERSION}")
             self._keys[version] = secrets.token_bytes(_KEY_BYTES)
             return version
 
@@ -231,7 +242,7 @@ class MasterKeyRing:
         """Take the versions and the active version of a freshly loaded ring (after a rotation by another
         process), keeping every version this ring already holds: nothing readable becomes unreadable."""
         with newer._lock:
-            keys, active = dict(newer._keys), newer._active
+            keys, active, retired = dict(newer._keys), newer._active, set(newer._retired)
         with self._lock:
             for version, key in keys.items():
                 known = self._keys.get(version)
@@ -241,6 +252,7 @@ class MasterKeyRing:
                     )
             self._keys.update(keys)
             self._active = active
+            self._retired |= retired - self._keys.keys()
 
     def retire(self, version: int) -> None:
         """Drop a retained version once every secret has been re-wrapped and the rollback window is over."""
@@ -250,17 +262,20 @@ class MasterKeyRing:
             if version not in self._keys:
                 raise MasterKeyError(f"master key version {version} is not in the key ring")
             del self._keys[version]
+            self._retired.add(version)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Atomically write the ring (mode 0600), replacing an existing file: the rotation hand-off."""
         _write_file(Path(path), self._serialize(), overwrite=True)
 
     def _serialize(self) -> bytes:
-        document = {
+        document: dict[str, Any] = {
             "format": _FILE_FORMAT,
             "active": self._active,
             "keys": {str(v): base64.b64encode(k).decode("ascii") for v, k in sorted(self._keys.items())},
         }
+        if self._retired:
+            document["retired"] = sorted(self._retired)
         return (json.dumps(document, indent=2) + "\n").encode("ascii")
 
     # ----------------------------------------------------------------- DEK wrapping
@@ -355,7 +370,7 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return members
 
 
-def _parse_json(text: str, source: str) -> tuple[dict[int, bytes], int | None]:
+def _parse_json(text: str, source: str) -> tuple[dict[int, bytes], int | None, set[int]]:
     try:
         document = json.loads(text, object_pairs_hook=_unique_members)
     except _DuplicateMember as duplicate:
@@ -373,12 +388,19 @@ def _parse_json(text: str, source: str) -> tuple[dict[int, bytes], int | None]:
         if not isinstance(raw_key, str):
             raise MasterKeyError(f"{source}: key version {version} must be a base64 string")
         keys[version] = _decode_key(raw_key, version, source)
+    retired = _parse_retired(document.get("retired", []), source)
     active = document.get("active")
     if active is None:
-        return keys, None
+        return keys, None, retired
     if isinstance(active, bool) or not isinstance(active, int):
         raise MasterKeyError(f'{source}: "active" must be an integer key version')
-    return keys, active
+    return keys, active, retired
+
+
+def _parse_retired(value: Any, source: str) -> set[int]:
+    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+        raise MasterKeyError(f'{source}: "retired" must be a list of integer key versions')
+    return set(value)
 
 
 def _parse_lines(text: str, source: str) -> tuple[dict[int, bytes], int | None]:
