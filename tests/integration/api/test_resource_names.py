@@ -3,7 +3,8 @@
 A name made of spaces, one padded with them, one holding a line break (it splits a log line or a CSV
 cell) or an invisible character (a zero-width space or a bidirectional override makes two different names
 look the same in a list) is a 400 naming ``/name`` on every create and update, and the stored name stays
-as it was. Names in any script, with emoji and inner spaces, are kept as given.
+as it was. Names in any script, with emoji and inner spaces, are kept as given, and so are the joiners and
+variation selectors emoji and scripts need.
 """
 
 from __future__ import annotations
@@ -53,6 +54,24 @@ UNSEEN = (
     "isolate \u2066here\u2069",
     "delete\u007fcharacter",
     "\u3000ideographic space",
+    # Default-ignorable characters: each made a look-alike of "customers" beside it.
+    "cust\u00adomers",  # soft hyphen
+    "customers\u200e",  # left-to-right mark
+    "cust\u200fomers",  # right-to-left mark
+    "customers\u061c",  # Arabic letter mark
+    "cust\u034fomers",  # combining grapheme joiner
+    "cust\u180eomers",  # Mongolian vowel separator
+    "cust\u2061omers",  # function application
+    "cust\u2064omers",  # invisible plus
+    "cust\u206aomers",  # deprecated: inhibit symmetric swapping
+    "cust\u206fomers",  # deprecated: nominal digit shapes
+    "cust\u17b4omers",  # Khmer vowel inherent AQ
+    "cust\u17b5omers",  # Khmer vowel inherent AA
+    "\u115fcustomers",  # Hangul choseong filler
+    "cust\u1160omers",  # Hangul jungseong filler
+    "\u3164",  # Hangul filler, a name that shows as nothing
+    "cust\uffa0omers",  # halfwidth Hangul filler
+    "cust\ufff9omers\ufffb",  # interlinear annotation anchor and terminator
 )
 SEEN = (
     "Order notifications",
@@ -60,6 +79,14 @@ SEEN = (
     "VIP 😀",
     "family 👨\u200d👩\u200d👧",
     "نامه\u200cها",
+    # What emoji and scripts need stays allowed: ZWJ sequences, VS16 (emoji presentation), ZWNJ in
+    # Persian, Mongolian free variation selectors and the tag characters of a subdivision flag.
+    "coders 👩\u200d💻",
+    "love ❤\ufe0f",
+    "rainbow 🏳\ufe0f\u200d🌈",
+    "می\u200cخواهم",
+    "\u182e\u180b\u1820",
+    "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
     "a",
 )
 

@@ -7,6 +7,7 @@ The timeout is shortened for the test (the Service waits 30 s); a second connect
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from wepush.server.infra.db import engine as engine_module
 
 @contextmanager
 def write_lock_held(path: Path | str) -> Iterator[None]:
-    holder = sqlite3.connect(path, isolation_level=None)
+    holder = sqlite3.connect(path, isolation_level=None, timeout=30)
     try:
         holder.execute("BEGIN IMMEDIATE")
         yield
@@ -70,3 +71,32 @@ async def test_the_api_answers_a_busy_database_with_a_retryable_503(tmp_path: Pa
     assert busy.json()["code"] == "SERVICE_NOT_READY"
     assert "locked" not in busy.text
     assert after.json()["items"] == []
+
+
+@pytest.mark.usefixtures("short_busy_timeout")
+async def test_reads_and_readiness_do_not_queue_behind_a_writer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running_app(standalone_config(tmp_path)) as app:
+        ws = (await app.client.get("/api/v1/workspaces", headers=app.admin())).json()["items"][0]["id"]
+        issued = await app.client.post(
+            f"/api/v1/workspaces/{ws}/api-tokens",
+            headers=app.admin(),
+            json={"name": "reader", "role": "VIEWER"},
+        )
+        reader = {"Authorization": f"Bearer {issued.json()['token']}"}
+        (database,) = (tmp_path / "data").glob("*.db")
+        with write_lock_held(database):
+            # The token's first use is due a last-used write: it is skipped, the read is answered.
+            listed = await app.client.get(f"/api/v1/workspaces/{ws}/audiences", headers=reader)
+            ready = await app.client.get("/health/ready")
+            refused = await app.client.post(
+                f"/api/v1/workspaces/{ws}/audiences", headers=app.admin(), json={"name": "customers"}
+            )
+    assert listed.status_code == 200
+    assert ready.json()["checks"]["database"]["status"] == "UP"
+    assert refused.status_code == 503
+    # A busy database is expected and retryable: one warning line, no traceback, nothing at ERROR.
+    assert [r for r in caplog.records if r.name == "wepush.server.api" and r.levelno >= logging.ERROR] == []
+    assert all(r.exc_info is None for r in caplog.records if getattr(r, "event", "") == "REQUEST_NOT_READY")
+    assert any(getattr(r, "event", "") == "REQUEST_NOT_READY" for r in caplog.records)

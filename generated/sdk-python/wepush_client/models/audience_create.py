@@ -28,15 +28,15 @@ class AudienceCreate(BaseModel):
     """
     AudienceCreate
     """ # noqa: E501
-    name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
+    name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     description: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Free text shown next to the name.", json_schema_extra={"examples": ["Sends the shipping notice to customers."]})
     __properties: ClassVar[List[str]] = ["name", "description"]
 
     @field_validator('name', mode="before")
     def name_validate_regular_expression(cls, value):
         """Validates the regular expression"""
-        if isinstance(value, str) and not re.match(r"^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$", value):
-            raise ValueError(r"must validate the regular expression /^[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff](?:[^\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]*[^\s\x00-\x1f\x7f-\x9f\u200b\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff])?$/")
+        if isinstance(value, str) and not re.match(r"^[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb](?:[^\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb]*[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb])?$", value):
+            raise ValueError(r"must validate the regular expression /^[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb](?:[^\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb]*[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb])?$/")
         return value
 
     model_config = ConfigDict(

@@ -20,7 +20,7 @@ import { mapValues } from '../runtime';
  */
 export interface MessageUpdate {
     /**
-     * A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.
+     * A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.
      */
     name: string;
     /**

@@ -284,7 +284,16 @@ async def handle_coded_error(request: ConnexionRequest, exc: Exception) -> Conne
     status = getattr(exc, "status", None)
     if not isinstance(status, int):
         status = CODES.get(code, (500, ""))[0]
-    if status >= 500:
+    if code == "SERVICE_NOT_READY":
+        # Expected and retryable (a busy database, a bucket that does not answer): one line, no traceback.
+        _log.warning(
+            "%s %s answered 503 SERVICE_NOT_READY: %s",
+            request.method,
+            request.url.path,
+            exc,
+            extra={"event": "REQUEST_NOT_READY"},
+        )
+    elif status >= 500:
         _log.error(
             "coded error %s in %s %s",
             code,

@@ -67,6 +67,7 @@ from wepush.server.config import ServiceConfig
 from wepush.server.domain import AuditOutcome, SecretRecord, utc_now
 from wepush.server.infra.artifacts import ArtifactStoreUnavailable, LocalArtifactStore, S3ArtifactStore
 from wepush.server.infra.db import (
+    READ_ONLY_OPTION,
     DatabaseRecoveryLocks,
     PoolSettings,
     SchemaFit,
@@ -349,6 +350,8 @@ class ServiceRuntime:
 
         async def database() -> CheckResult:
             async with engine.connect() as connection:
+                # A reader: on SQLite a writing connection would queue behind any writer for 30 s.
+                connection = await connection.execution_options(**{READ_ONLY_OPTION: True})
                 await connection.execute(text("SELECT 1"))
             return CheckResult("database", True, "reachable")
 

@@ -207,11 +207,11 @@ class WorkspaceCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -227,11 +227,11 @@ class WorkspaceUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -560,11 +560,11 @@ class MessageCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -592,11 +592,11 @@ class MessageUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -734,11 +734,11 @@ class AudienceCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -754,11 +754,11 @@ class AudienceUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -1614,11 +1614,11 @@ class ScheduleCreate(BaseModel):
     )
     name: str | None = Field(
         None,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     cron: str = Field(
         ...,
@@ -1651,11 +1651,11 @@ class ScheduleUpdate(BaseModel):
     )
     name: str | None = Field(
         None,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     cron: str = Field(
         ...,
@@ -1908,11 +1908,11 @@ class ApiTokenCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     role: WorkspaceRole
     expiresAt: AwareDatetime | None = Field(
@@ -2637,11 +2637,11 @@ class AccountCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -2670,11 +2670,11 @@ class AccountUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -2772,11 +2772,11 @@ class JobCreate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,
@@ -2819,11 +2819,11 @@ class JobUpdate(BaseModel):
     )
     name: str = Field(
         ...,
-        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (zero-width space, word joiner, byte-order mark, bidirectional embeddings, overrides and isolates), so that two names that look the same are the same. Unique per resource type within a workspace.",
+        description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed. Unique per resource type within a workspace.",
         examples=["Order notifications"],
         max_length=200,
         min_length=1,
-        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff](?:[^\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u200b\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff])?$",
+        pattern="^[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb](?:[^\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb])?$",
     )
     description: str | None = Field(
         None,

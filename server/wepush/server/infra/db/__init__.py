@@ -24,7 +24,7 @@ from ._repo_runs import SqlRunItemRepository, SqlRunRepository
 from ._repo_workspace import SqlApiTokenRepository, SqlSecretRecordRepository, SqlWorkspaceRepository
 from ._stored_figures import AgentFigures, StoredFigures, read_stored_figures
 from ._uow import SqlUnitOfWork, SqlUnitOfWorkFactory
-from .engine import PoolSettings, create_database, normalize_database_url
+from .engine import READ_ONLY_OPTION, PoolSettings, create_database, normalize_database_url
 from .migrate import (
     SchemaFit,
     SchemaState,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DUPLICATE_ITEM_KEY",
+    "READ_ONLY_OPTION",
     "AgentFigures",
     "DatabaseRecoveryLocks",
     "PoolSettings",

@@ -9,14 +9,16 @@ PostgreSQL 15 with ``C.UTF-8``). Python's ``str.lower()`` differs in two places 
 (İ) to two code points and a word-final capital sigma to ``ς``.
 
 The user's text is a literal, not a pattern: ``%``, ``_`` and the escape character are escaped before
-the ``LIKE``.
+the ``LIKE``. It is put in Unicode normal form C first, the form the API stores names in, so "café"
+sent with a combining accent finds the name typed with "é" on both databases.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, String, literal
+from sqlalchemy import ColumnElement, String, literal, or_
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
@@ -70,6 +72,19 @@ def escape_like(text: str) -> str:
 
 
 def contains_folded(column: ColumnElement[str], text: str) -> ColumnElement[bool]:
-    """``column`` contains ``text``, ignoring case: ``lower(column) LIKE lower('%text%') ESCAPE '\\'``."""
+    """``column`` contains ``text`` in NFC, ignoring case: ``lower(column) LIKE lower('%text%') ESCAPE '\\'``.
+
+    Names are stored in NFC (the API composes a request's ``name``), so a filter sent decomposed
+    ("cafe" + U+0301) would otherwise miss every name it looks like. Normalising here, not where the
+    request is read, keeps the filter a paging cursor is bound to the one the client sends."""
+    composed = unicodedata.normalize("NFC", text)
+    matches = _contains_literally(column, composed)
+    if composed == text:
+        return matches
+    # A name stored before names were put in NFC may still be decomposed: the text as sent finds it.
+    return or_(matches, _contains_literally(column, text))
+
+
+def _contains_literally(column: ColumnElement[str], text: str) -> ColumnElement[bool]:
     pattern = literal(f"%{escape_like(text)}%", String())
     return folded(column).like(folded(pattern), escape=LIKE_ESCAPE)
