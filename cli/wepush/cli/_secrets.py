@@ -190,15 +190,22 @@ async def _rotate(config: ServiceConfig, _args: argparse.Namespace) -> str:
     async def run(rewrap: MasterKeyRewrap) -> str:
         # Only once the database answers, so a refused rotation leaves the key file as it was; and the
         # file before any secret, so every one re-wrapped below is readable with what the file holds.
-        version = ring.rotate()
-        ring.save(path)
-        done = await rewrap.rewrap_all(version)
-        return (
-            f"master key version {version} is now active in {path} (older versions kept)\n"
-            f"re-wrapped {done.rewrapped} secrets\n" + _usage(ring, done.by_version)
-        )
+        return await _switch_to(ring, path, ring.add_version(), rewrap, " (older versions kept)")
 
     return await _with_rewrap(config, ring, run)
+
+
+async def _switch_to(
+    ring: MasterKeyRing, path: Path, version: int, rewrap: MasterKeyRewrap, note: str
+) -> str:
+    """Activate ``version``, save the key file, then re-wrap every secret under the version."""
+    ring.activate(version)
+    ring.save(path)
+    done = await rewrap.rewrap_all(version)
+    return (
+        f"master key version {version} is now active in {path}{note}\n"
+        f"re-wrapped {done.rewrapped} secrets\n" + _usage(ring, done.by_version)
+    )
 
 
 async def _add(config: ServiceConfig, _args: argparse.Namespace) -> str:
@@ -226,13 +233,7 @@ async def _activate(config: ServiceConfig, args: argparse.Namespace) -> str:
         raise Refused(f"master key version {version} is not in {path}; run 'wepush secrets add' first")
 
     async def run(rewrap: MasterKeyRewrap) -> str:
-        ring.activate(version)
-        ring.save(path)
-        done = await rewrap.rewrap_all(version)
-        return (
-            f"master key version {version} is now active in {path}\n"
-            f"re-wrapped {done.rewrapped} secrets\n" + _usage(ring, done.by_version)
-        )
+        return await _switch_to(ring, path, version, rewrap, "")
 
     return await _with_rewrap(config, ring, run)
 
