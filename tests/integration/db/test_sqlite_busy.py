@@ -7,10 +7,11 @@ The timeout is shortened for the test (the Service waits 30 s); a second connect
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,13 @@ from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
 from wepush.server.infra.db import engine as engine_module
 
 
-@contextmanager
-def write_lock_held(path: Path | str) -> Iterator[None]:
-    holder = sqlite3.connect(path, isolation_level=None, timeout=30)
+@asynccontextmanager
+async def write_lock_held(path: Path | str) -> AsyncIterator[None]:
+    """Hold SQLite's write lock from a connection of another thread. Taken off the event loop: waiting
+    for the lock on the loop would stop the Service's own transactions from ever finishing."""
+    holder = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
     try:
-        holder.execute("BEGIN IMMEDIATE")
+        await asyncio.to_thread(holder.execute, "BEGIN IMMEDIATE")
         yield
         holder.execute("ROLLBACK")
     finally:
@@ -42,7 +45,7 @@ async def test_a_writer_that_waits_past_the_busy_timeout_gets_database_busy(sqli
     engine = create_database(sqlite_url)
     uow = SqlUnitOfWorkFactory(engine)
     try:
-        with write_lock_held(engine.url.database or ""):
+        async with write_lock_held(engine.url.database or ""):
             with pytest.raises(DatabaseBusy):
                 async with uow() as unit:
                     await unit.workspaces.find_by_name("Default")
@@ -60,7 +63,7 @@ async def test_the_api_answers_a_busy_database_with_a_retryable_503(tmp_path: Pa
         workspaces = (await app.client.get("/api/v1/workspaces", headers=app.admin())).json()
         ws = workspaces["items"][0]["id"]
         (database,) = (tmp_path / "data").glob("*.db")
-        with write_lock_held(database):
+        async with write_lock_held(database):
             busy = await app.client.post(
                 f"/api/v1/workspaces/{ws}/audiences", headers=app.admin(), json={"name": "customers"}
             )
@@ -86,7 +89,7 @@ async def test_reads_and_readiness_do_not_queue_behind_a_writer(
         )
         reader = {"Authorization": f"Bearer {issued.json()['token']}"}
         (database,) = (tmp_path / "data").glob("*.db")
-        with write_lock_held(database):
+        async with write_lock_held(database):
             # The token's first use is due a last-used write: it is skipped, the read is answered.
             listed = await app.client.get(f"/api/v1/workspaces/{ws}/audiences", headers=reader)
             ready = await app.client.get("/health/ready")
