@@ -31,7 +31,8 @@ async def test_first_start_writes_a_private_bootstrap_token_and_master_key(
         # Recipients' personal data: the database and its WAL files are the Service user's alone.
         database = config.data_dir / "wepush-next.db"
         assert {path.name: _mode(path) for path in config.data_dir.glob("wepush-next.db*")} == {
-            name: 0o600 for name in ("wepush-next.db", "wepush-next.db-wal", "wepush-next.db-shm")
+            name: 0o600
+            for name in ("wepush-next.db", "wepush-next.db-wal", "wepush-next.db-shm", "wepush-next.db.lock")
         }
         assert database.exists()
         assert _mode(config.data_dir) == 0o700

@@ -68,6 +68,8 @@ from wepush.server.domain import AuditOutcome, SecretRecord, utc_now
 from wepush.server.infra.artifacts import ArtifactStoreUnavailable, LocalArtifactStore, S3ArtifactStore
 from wepush.server.infra.db import (
     READ_ONLY_OPTION,
+    DatabaseInUse,
+    DatabaseLock,
     DatabaseRecoveryLocks,
     PoolSettings,
     SchemaFit,
@@ -80,6 +82,7 @@ from wepush.server.infra.db import (
     require_usable,
     schema_state_async,
     schema_state_of,
+    sqlite_database_file,
     upgrade_database_async,
 )
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
@@ -256,6 +259,11 @@ def preflight(config: ServiceConfig) -> None:
     the secrets the database holds) and the artifact bucket. A refusal is one clear line for the
     operator, not a start-up traceback."""
     _register_configured_secrets(config)
+    if config.standalone:
+        # A second `wepush serve` on the same data directory: one line now, rather than a refused start.
+        lock = lock_database(config)
+        if lock is not None:
+            lock.release()
     try:
         # A schema a newer release migrated: standalone's start-up upgrade would fail deep in Alembic, and
         # a server-mode instance would never become ready on it.
@@ -281,6 +289,20 @@ def preflight(config: ServiceConfig) -> None:
             asyncio.run(S3ArtifactStore.from_settings(config.artifacts.s3).check())
         except ArtifactStoreUnavailable as exc:
             raise StartupRefused(f"artifacts: {exc}") from None
+
+
+def lock_database(config: ServiceConfig) -> DatabaseLock | None:
+    """Standalone's exclusive hold on its SQLite file (``_database_lock.py``); refused while another
+    live Service holds it."""
+    database = sqlite_database_file(config.database.url)
+    if database is None:
+        return None
+    try:
+        return DatabaseLock.acquire(database)
+    except DatabaseInUse as exc:
+        raise StartupRefused(str(exc)) from None
+    except OSError as exc:
+        raise StartupRefused(f"cannot lock the database {database}: {exc.strerror}") from None
 
 
 def write_bootstrap_token(path: Path, token: str) -> None:
@@ -342,6 +364,7 @@ class ServiceRuntime:
     artifact_retention: asyncio.Task[None] | None = None
     cancelled_runs: asyncio.Task[None] | None = None
     metrics: PrometheusMetrics | None = None
+    database_lock: DatabaseLock | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
 
     def _checks(self) -> None:
@@ -422,11 +445,17 @@ class ServiceRuntime:
         config = self.config
         if config.standalone:
             prepare_data_dir(config)
-        _register_configured_secrets(config)
-        # First, so that a bucket the Service cannot use stops it before anything else starts.
-        self.artifact_store = await _artifact_store(config)
-        # Standalone is its own migration job; server mode runs `wepush migrate` once per release.
-        schema = await upgrade_database_async(config.database.url) if config.standalone else None
+            # Before anything touches the database: a second Service on it is refused, not run beside it.
+            self.database_lock = lock_database(config)
+        try:
+            _register_configured_secrets(config)
+            # First, so that a bucket the Service cannot use stops it before anything else starts.
+            self.artifact_store = await _artifact_store(config)
+            # Standalone is its own migration job; server mode runs `wepush migrate` once per release.
+            schema = await upgrade_database_async(config.database.url) if config.standalone else None
+        except BaseException:
+            self._release_database()
+            raise
         self.engine = create_database(
             config.database.url, pool=PoolSettings(size=config.database.pool_size), echo=config.database.echo
         )
@@ -515,6 +544,10 @@ class ServiceRuntime:
         )
         agent = self._embedded_agent(workspace.id, store) if config.agent.embedded_enabled else None
         if agent is not None:
+            if self.database_lock is not None:
+                # No other process runs on this database: a heartbeat under the name is a crashed
+                # predecessor's, whose runs are recovered at once rather than after a lease TTL.
+                agent.name_known_free()
             # Before anything done in the instance's name: a live instance holding the same name would
             # lose the uploads it is receiving, and then its runs.
             await agent.ensure_name_free()
@@ -614,6 +647,12 @@ class ServiceRuntime:
         if self.engine is not None:
             await self.engine.dispose()
             self.engine = None
+        self._release_database()
+
+    def _release_database(self) -> None:
+        if self.database_lock is not None:
+            self.database_lock.release()
+            self.database_lock = None
 
 
 def _is_import_upload(path: str) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._database_lock import DatabaseInUse, DatabaseLock, sqlite_database_file
 from ._ledger_sqlite import SqliteExecutionLedger, execution_ledger
 from ._recovery_locks import DatabaseRecoveryLocks
 from ._repo_agents import SqlAgentOutboxRepository, SqlAgentRepository
@@ -57,6 +58,8 @@ __all__ = [
     "DUPLICATE_ITEM_KEY",
     "READ_ONLY_OPTION",
     "AgentFigures",
+    "DatabaseInUse",
+    "DatabaseLock",
     "DatabaseRecoveryLocks",
     "PoolSettings",
     "SchemaFit",
@@ -99,6 +102,7 @@ __all__ = [
     "revision_of",
     "schema_state_async",
     "schema_state_of",
+    "sqlite_database_file",
     "upgrade_database",
     "upgrade_database_async",
 ]

@@ -249,6 +249,11 @@ class EmbeddedAgent:
 
     # ------------------------------------------------------------------ name, registration and heartbeat
 
+    def name_known_free(self) -> None:
+        """The caller knows no other live process can hold the name (standalone holds its database's
+        lock): :meth:`ensure_name_free` need not watch a heartbeat left under it age."""
+        self._name_free = True
+
     async def ensure_name_free(self) -> None:
         """Return once no live process holds the name; raise :class:`AgentNameInUse` if one does. The
         Service asks before anything it does in the name (failing the uploads an earlier process of this
