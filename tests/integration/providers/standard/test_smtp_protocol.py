@@ -231,6 +231,23 @@ async def test_a_reply_timeout_after_data_is_not_retried(smtp: SmtpServer, pki: 
         # Other control characters are no header injection, but RFC 5322 has no place for them in a header.
         ({"email": "a@example.test", "name": "x\x00y", "code": "1"}, "SMTP_RECIPIENT_VALUE_INVALID"),
         ({"email": "a@example.test", "name": "x", "code": "1\x1b[31m"}, "SMTP_RECIPIENT_VALUE_INVALID"),
+        # Encoded words the email package would decode into a line break (CVE-2024-6923) or a mailbox.
+        (
+            {
+                "email": "a@example.test",
+                "name": "x",
+                "code": "=?utf-8?q?42=0D=0AReply-To=3A_attacker=40evil=2Eexample=0D=0A=0D=0A<h1>x</h1>?=",
+            },
+            "SMTP_RECIPIENT_VALUE_INVALID",
+        ),
+        (
+            {"email": "a@example.test", "name": "=?utf-8?q?x=0D=0ABcc=3A_evil=40example.test?=", "code": "1"},
+            "SMTP_RECIPIENT_VALUE_INVALID",
+        ),
+        (
+            {"email": "a@example.test", "name": "=?utf-8?b?QWRtaW4gPGFkbWluQGJhbmsuY29tPg==?=", "code": "1"},
+            "SMTP_RECIPIENT_VALUE_INVALID",
+        ),
         ({"name": "no address"}, "SMTP_RECIPIENT_FIELD_MISSING"),
         ({"email": "a@example.test", "name": "no code"}, "SMTP_RECIPIENT_FIELD_MISSING"),
     ],
@@ -244,6 +261,30 @@ async def test_recipient_problems_are_refused_before_contacting_the_server(
 
     assert (result.category, result.provider_code) == (C.RECIPIENT_INVALID, code)
     assert smtp.handler.sessions == set()
+
+
+@pytest.mark.parametrize(
+    ("fields", "diagnostic"),
+    [
+        ({"code": "3\r\nBcc: evil@example.test"}, "the subject would hold a line break"),
+        (
+            {"code": "=?utf-8?q?3=0D=0ABcc=3A_evil=40example.test?="},
+            "the subject would hold an RFC 2047 encoded word",
+        ),
+        ({"name": "x\nBcc: evil@example.test"}, "field 'name' holds a line break"),
+    ],
+)
+async def test_a_refused_header_value_is_named_in_the_diagnostic(
+    smtp: SmtpServer, pki: Pki, fields: dict[str, str], diagnostic: str
+) -> None:
+    stage = SmtpStage(smtp, pki)
+    values = {"email": "a@example.test", "name": "x", "code": "1", **fields}
+
+    result = await stage.send_one(record=RecipientRecord.of("item-1", 1, values))
+
+    assert result.provider_code == "SMTP_RECIPIENT_VALUE_INVALID"
+    assert result.diagnostic is not None
+    assert diagnostic in result.diagnostic
 
 
 async def test_dry_run_and_preview_show_the_message_and_never_connect(smtp: SmtpServer, pki: Pki) -> None:

@@ -78,6 +78,15 @@ CASES: list[tuple[str, str, dict[str, Any], str | None]] = [
     ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "fromName": "Ops\tTeam"}, None),
     ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "fromName": "Ops\x00"}, "/fromName"),
     ("smtp", "message", {"subject": "Hi \x1b[31m{{name}}", "textBody": "t"}, "/subject"),
+    # An encoded word is decoded into the header's text by the email package, line breaks included.
+    (
+        "smtp",
+        "account",
+        {"host": "h", "fromAddress": "a@b.test", "fromName": "=?utf-8?q?Ops=0D=0ABcc=3A_x=40y.test?="},
+        "/fromName",
+    ),
+    ("smtp", "message", {"subject": "=?utf-8?q?Hi=0D=0A?= {{name}}", "textBody": "t"}, "/subject"),
+    ("smtp", "message", {"subject": "Is 1+1=2? Yes, {{name}} =)", "textBody": "t"}, None),
     # Schema patterns end at the end of the text (ECMA-262), not before a final line break as Python's ``$``.
     ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "replyTo": "r@b.test\n"}, "/replyTo"),
     ("smtp", "account", {"host": "h", "fromAddress": "a@b.test", "heloName": "mail.b.test\n"}, "/heloName"),

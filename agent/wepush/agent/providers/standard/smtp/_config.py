@@ -22,6 +22,7 @@ from wepush.agent.providers.standard._vendor import (
 
 __all__ = [
     "CONTROL_CHARACTERS",
+    "ENCODED_WORD",
     "Security",
     "SmtpAccount",
     "SmtpMessage",
@@ -44,14 +45,20 @@ _SINGLE_LINE_ACCOUNT_FIELDS = ("fromName", "username")
 #: What a header value may not hold besides a line break: the other C0 controls (a tab is white space and
 #: allowed) and DEL.
 CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: An RFC 2047 encoded word, ``=?charset?encoding?text?=``, loosely: the email package's parser is lenient
+#: about the parts, and decodes one into a header value's text, line breaks included (``_compose.py``).
+ENCODED_WORD = re.compile(r"=\?[^?]*\?[^?]*\?.*?\?=", re.DOTALL)
 
 
-def header_issue(value: str, path: str, issues: list[ValidationIssue]) -> None:
-    """One issue for ``value`` if it cannot stand in a mail header or an SMTP command as it is."""
+def header_issue(value: str, path: str, issues: list[ValidationIssue], *, mail_header: bool = True) -> None:
+    """One issue for ``value`` if it cannot stand in a mail header (or, ``mail_header`` false, an SMTP
+    command) as it is."""
     if "\r" in value or "\n" in value:
         issues.append(issue(path, "LINE_BREAK", "must be a single line"))
     elif CONTROL_CHARACTERS.search(value):
         issues.append(issue(path, "CONTROL_CHARACTER", "must not contain control characters"))
+    elif mail_header and ENCODED_WORD.search(value):
+        issues.append(issue(path, "ENCODED_WORD", "must not contain an RFC 2047 encoded word (=?…?=)"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +112,7 @@ def parse_account(document: ConfigDocument, schema: Mapping[str, Any]) -> SmtpAc
     for field in _SINGLE_LINE_ACCOUNT_FIELDS:
         # A line break in a header or command value would fail every send later, blamed on the recipient;
         # another control character is not allowed in a header either (RFC 5322) and some servers refuse it.
-        header_issue(str(raw.get(field, "")), f"/{field}", issues)
+        header_issue(str(raw.get(field, "")), f"/{field}", issues, mail_header=field != "username")
     ca = raw.get("tlsCaCertificate")
     if ca:
         try:
