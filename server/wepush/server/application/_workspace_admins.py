@@ -50,11 +50,9 @@ class LastAdminRequired(DomainError):
     code: ClassVar[str] = "RESOURCE_IN_USE"
 
     def __init__(self, workspace_id: str, *, revoking: bool = False) -> None:
-        # Neither message names the workspace: a revoked token may be the last ADMIN of a workspace the
-        # caller holds no role in.
         super().__init__(
-            "Revoking this token would leave a workspace without a working ADMIN; "
-            "make another token ADMIN there first."
+            "Revoking this token would leave its workspace without a working ADMIN; "
+            "make another token ADMIN first."
             if revoking
             else "The workspace needs at least one working ADMIN; make another token ADMIN first."
         )
@@ -143,13 +141,23 @@ async def _administered_by(uow: UnitOfWork, token: ApiToken, now: datetime) -> l
     return sorted(administered)
 
 
-async def ensure_revocation_keeps_admins(uow: UnitOfWork, token: ApiToken, now: datetime) -> None:
-    """:class:`LastAdminRequired` when revoking ``token`` would leave any workspace without a working
-    ADMIN. Holds each such workspace's row until the caller's transaction ends, like a demotion, so a
+async def ensure_revocation_keeps_admins(uow: UnitOfWork, token: ApiToken, now: datetime) -> list[str]:
+    """:class:`LastAdminRequired` when revoking ``token`` would leave its own workspace without a working
+    ADMIN; otherwise the other workspaces it leaves without one (to be told in their audit).
+
+    Only the token's own workspace can refuse: a revocation answers a leaked credential, and another
+    workspace that made the token its ADMIN through a membership must not keep its owner from revoking
+    it (nor can the owner act there). Such a workspace is left to a SYSTEM_ADMIN, who can issue it an
+    ADMIN. Holds each workspace's row until the caller's transaction ends, like a demotion, so a
     revocation and a demotion (or two revocations) cannot each count on the other staying."""
     administered = await _administered_by(uow, token, now)
     for workspace_id in administered:
         await uow.workspaces.get(workspace_id, for_membership_change=True)
+    orphaned: list[str] = []
     for workspace_id in administered:
-        if not await another_admin(uow, workspace_id, token.principal_id, now):
+        if await another_admin(uow, workspace_id, token.principal_id, now):
+            continue
+        if workspace_id == token.workspace_id:
             raise LastAdminRequired(workspace_id, revoking=True)
+        orphaned.append(workspace_id)
+    return orphaned

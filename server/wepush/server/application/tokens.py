@@ -15,6 +15,7 @@ concurrent creates cannot both find the name free.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -40,6 +41,7 @@ from wepush.server.domain import (
 __all__ = ["IssuedToken", "ListedToken", "TokenService"]
 
 RESOURCE = "API_TOKEN"
+_log = logging.getLogger("wepush.server.tokens")
 _PAGE = 200
 
 
@@ -173,7 +175,7 @@ class TokenService:
             now = self._deps.clock()
             # Refused for a SYSTEM_ADMIN caller too, as a demotion is: it can make another token ADMIN
             # first, and the workspace is never left to it alone.
-            await ensure_revocation_keeps_admins(uow, token, now)
+            orphaned = await ensure_revocation_keeps_admins(uow, token, now)
             await uow.api_tokens.update(replace(token, revoked_at=now))
             await self._deps.auditor.record(
                 uow,
@@ -185,6 +187,27 @@ class TokenService:
                 summary="API token revoked",
                 trace_id=trace_id,
             )
+            for other in orphaned:
+                _log.warning(
+                    "workspace %s has no working ADMIN left: its last one, token %s of workspace %s, was "
+                    "revoked; a SYSTEM_ADMIN can issue it a new ADMIN token",
+                    other,
+                    token_id,
+                    workspace_id,
+                    extra={"event": "WORKSPACE_ADMIN_LOST"},
+                )
+                # Told where it matters too: in that workspace's audit, for its SYSTEM_ADMIN to see.
+                await self._deps.auditor.record(
+                    uow,
+                    principal,
+                    "workspace.admin.lost",
+                    "WORKSPACE",
+                    workspace_id=other,
+                    resource_id=other,
+                    summary="its last working ADMIN, a token of another workspace, was revoked there; "
+                    "a SYSTEM_ADMIN can issue a new ADMIN token",
+                    trace_id=trace_id,
+                )
 
 
 async def _name_taken(uow: UnitOfWork, workspace_id: str, name: str, now: datetime) -> bool:
