@@ -16,6 +16,8 @@ from tests.integration.api._support import (
     issue_token,
     service,
 )
+from tests.integration.api._support_runs import seed_world
+from tests.integration.api._support_runs import service as runs_service
 
 
 def audit_url(workspace_id: str) -> str:
@@ -241,3 +243,47 @@ async def test_every_audited_refusal_carries_the_trace_id_of_its_request(tmp_pat
 
     denied = [e for e in listed.json()["items"] if e["outcome"] == "DENIED"]
     assert {e["traceId"] for e in denied} == set(attempts)
+
+
+async def test_a_refused_attempt_names_its_target_under_the_targets_own_type(tmp_path: Path) -> None:
+    """So that ``?resourceType=…&resourceId=…`` finds the attempts on a job, an audience or a snapshot:
+    an attempt that would have made something new names what it was made from."""
+    async with runs_service(tmp_path) as app:
+        world = await seed_world(app)
+        ws = world.workspace_id
+        _, viewer = await issue_token(app, ws, "VIEWER")
+        audience = f"{API}/workspaces/{ws}/audiences/{world.audience.id}"
+        attempts = [
+            await app.client.post(world.job_url("run-confirmation"), headers=viewer),
+            await app.client.post(
+                world.job_url("runs"),
+                headers={**viewer, "Idempotency-Key": "viewer-1"},
+                json={"confirmationToken": "x"},
+            ),
+            await app.client.post(
+                f"{audience}/imports", headers=viewer, json={"format": "TXT", "fieldMapping": {"1": "mobile"}}
+            ),
+        ]
+        _, outsider = await issue_token(app, await create_workspace(app, "elsewhere"), "ADMIN")
+        foreign = [
+            await app.client.get(
+                f"{API}/workspaces/{ws}/audience-snapshots/{world.snapshot.id}", headers=outsider
+            ),
+            await app.client.get(f"{audience}/imports", headers=outsider),
+        ]
+        denied = (
+            await app.client.get(
+                f"{API}/workspaces/{ws}/audit-events", headers=app.admin(), params={"limit": 100}
+            )
+        ).json()["items"]
+
+    assert [a.status_code for a in attempts] == [403, 403, 403]
+    assert [a.status_code for a in foreign] == [404, 404]
+    targets = {(e["action"], e["resourceType"], e["resourceId"]) for e in denied if e["outcome"] == "DENIED"}
+    assert {
+        ("run.confirm", "JOB", world.job.id),
+        ("run.start", "JOB", world.job.id),
+        ("audience_import.create", "AUDIENCE", world.audience.id),
+        ("audience_snapshot.read", "AUDIENCE_SNAPSHOT", world.snapshot.id),
+        ("audience_import.list", "AUDIENCE", world.audience.id),
+    } <= targets

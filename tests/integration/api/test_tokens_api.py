@@ -242,6 +242,18 @@ async def test_unknown_tokens_are_reported_in_a_log_line_without_their_text(
     assert "not-even-a-token" not in caplog.text
 
 
+async def test_white_space_after_the_token_is_no_part_of_it(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        valid = app.admin()["Authorization"]
+        answers = [
+            (await app.client.get(f"{API}/workspaces/{ws}", headers={"Authorization": value})).status_code
+            for value in (valid + " ", valid + "\t", valid + " \t ", valid + " x")
+        ]
+
+    assert answers == [200, 200, 200, 401]
+
+
 async def test_a_request_with_two_authorization_headers_is_refused_in_either_order(tmp_path: Path) -> None:
     async with service(tmp_path) as app:
         ws = await default_workspace(app)

@@ -166,3 +166,44 @@ async def test_a_renamed_default_workspace_is_still_found_by_the_service_and_the
         tokens = (await app.client.get(f"{API}/workspaces/{ws['id']}/api-tokens", headers=ops)).json()
     assert [(w["id"], w["name"]) for w in listed] == [(ws["id"], "head office")]
     assert {t["name"] for t in tokens["items"]} == {"bootstrap-admin", "after-rename"}
+
+
+async def test_a_workspace_admin_cannot_give_a_system_admin_token_a_role(
+    tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A role would tell a workspace ADMIN the token exists, and end the auditing of its reads there as a
+    SYSTEM_ADMIN's; the bootstrap token was refused already, a CLI-issued one is refused alike."""
+    config = standalone_config(tmp_path)
+    async with running_app(config):
+        pass
+    output = tmp_path / "ops.token"
+    assert await _cli("--name", "ops", "--output", str(output)) == 0
+    ops = {"Authorization": f"Bearer {output.read_text().strip()}"}
+    async with running_app(config) as app:
+        team = (await app.client.post(f"{API}/workspaces", headers=ops, json={"name": "team"})).json()["id"]
+        issued = await app.client.post(
+            f"{API}/workspaces/{team}/api-tokens", headers=ops, json={"name": "team-admin", "role": "ADMIN"}
+        )
+        admin = {"Authorization": f"Bearer {issued.json()['token']}"}
+        [default] = (
+            await app.client.get(f"{API}/workspaces", headers=ops, params={"name": "default"})
+        ).json()["items"]
+        tokens = (await app.client.get(f"{API}/workspaces/{default['id']}/api-tokens", headers=ops)).json()[
+            "items"
+        ]
+        ops_id = next(t["id"] for t in tokens if t["name"] == "ops")
+        granted = await app.client.put(
+            f"{API}/workspaces/{team}/members/{ops_id}", headers=admin, json={"role": "VIEWER"}
+        )
+        await app.client.get(f"{API}/workspaces/{team}/accounts", headers=ops)
+        audited = (
+            await app.client.get(
+                f"{API}/workspaces/{team}/audit-events",
+                headers=admin,
+                params={"action": "system_admin.access"},
+            )
+        ).json()["items"]
+
+    assert granted.status_code == 404, granted.text
+    assert granted.json()["code"] == "RESOURCE_NOT_FOUND"
+    assert any(e["actor"]["id"] == ops_id for e in audited)

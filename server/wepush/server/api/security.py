@@ -34,7 +34,9 @@ async def api_token_info(token: str, request: ConnexionRequest) -> dict[str, Any
     if not _sent_once(request, "Authorization"):
         return None
     services = _services(request)
-    principal = await services.auth.authenticate_api_token(token)
+    # Connexion splits "Bearer <token>" once and keeps trailing white space, which is no part of a field
+    # value (RFC 9110 §5.5) and rides along on tokens pasted from files.
+    principal = await services.auth.authenticate_api_token(token.strip(" \t"))
     if principal is not None:
         # Only a caller proven to hold the token spends its budget, so nobody can exhaust another's.
         services.budget.spend(principal.token_id or principal.id)
@@ -44,10 +46,10 @@ async def api_token_info(token: str, request: ConnexionRequest) -> dict[str, Any
 async def agent_credential_info(api_key: str, request: ConnexionRequest) -> dict[str, Any] | None:
     if not _sent_once(request, "X-WePush-Agent-Credential"):
         return None
-    return _token_info(await _services(request).auth.authenticate_agent(api_key))
+    return _token_info(await _services(request).auth.authenticate_agent(api_key.strip(" \t")))
 
 
 async def enrollment_token_info(api_key: str, request: ConnexionRequest) -> dict[str, Any] | None:
     if not _sent_once(request, "X-WePush-Enrollment-Token"):
         return None
-    return _token_info(await _services(request).auth.authenticate_enrollment(api_key))
+    return _token_info(await _services(request).auth.authenticate_enrollment(api_key.strip(" \t")))

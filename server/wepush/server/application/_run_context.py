@@ -59,6 +59,7 @@ class RunUseCases:
         *,
         resource_id: str | None = None,
         trace_id: str | None = None,
+        resource_type: str = RESOURCE,
     ) -> None:
         await authorize_audited(
             self._deps,
@@ -66,7 +67,7 @@ class RunUseCases:
             workspace_id,
             role,
             action=action,
-            resource_type=RESOURCE,
+            resource_type=resource_type,
             resource_id=resource_id,
             trace_id=trace_id,
         )

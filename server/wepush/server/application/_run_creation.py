@@ -16,6 +16,8 @@ from wepush.server.application.idempotency import key_hash
 from wepush.server.application.idempotent import IdempotencyRequest, Outcome, guarded, once_more_on_race
 from wepush.server.domain import JsonObject, Run, new_id
 
+JOB_RESOURCE = "JOB"
+
 
 class RunCreation(RunUseCases):
     async def confirm_run(
@@ -27,7 +29,15 @@ class RunCreation(RunUseCases):
         dry_run: bool = False,
         policy_overrides: dict[str, Any] | None = None,
     ) -> RunConfirmationView:
-        await self._authorize(principal, workspace_id, Role.OPERATOR, "run.confirm")
+        # A refused attempt has no run yet: its event names the job it was meant to send.
+        await self._authorize(
+            principal,
+            workspace_id,
+            Role.OPERATOR,
+            "run.confirm",
+            resource_id=job_id,
+            resource_type=JOB_RESOURCE,
+        )
         now = self._deps.clock()
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
@@ -69,7 +79,15 @@ class RunCreation(RunUseCases):
         render: Callable[[Run], JsonObject],
         trace_id: str | None = None,
     ) -> Outcome:
-        await self._authorize(principal, workspace_id, Role.OPERATOR, "run.start", trace_id=trace_id)
+        await self._authorize(
+            principal,
+            workspace_id,
+            Role.OPERATOR,
+            "run.start",
+            resource_id=job_id,
+            trace_id=trace_id,
+            resource_type=JOB_RESOURCE,
+        )
         if idempotency is None:
             raise missing_key()
         if not request.dry_run and not request.confirmation_token:

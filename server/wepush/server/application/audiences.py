@@ -30,6 +30,7 @@ from wepush.server.domain import (
 __all__ = ["AudienceService"]
 
 _RESOURCE: Final = "AUDIENCE"
+SNAPSHOT_RESOURCE: Final = "AUDIENCE_SNAPSHOT"
 
 
 class AudienceService:
@@ -44,6 +45,8 @@ class AudienceService:
         action: str,
         resource_id: str | None = None,
         trace_id: str | None = None,
+        *,
+        resource_type: str = _RESOURCE,
     ) -> None:
         await authorize_audited(
             self._deps,
@@ -51,7 +54,7 @@ class AudienceService:
             workspace_id,
             minimum,
             action=action,
-            resource_type=_RESOURCE,
+            resource_type=resource_type,
             resource_id=resource_id,
             trace_id=trace_id,
         )
@@ -195,7 +198,14 @@ class AudienceService:
     async def get_snapshot(
         self, principal: Principal, workspace_id: str, snapshot_id: str
     ) -> AudienceSnapshot:
-        await self._authorize(principal, workspace_id, Role.VIEWER, "audience_snapshot.read", snapshot_id)
+        await self._authorize(
+            principal,
+            workspace_id,
+            Role.VIEWER,
+            "audience_snapshot.read",
+            snapshot_id,
+            resource_type=SNAPSHOT_RESOURCE,
+        )
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
             return await uow.audiences.get_snapshot(workspace_id, snapshot_id, of_live_audience=True)
@@ -203,7 +213,14 @@ class AudienceService:
     async def list_recipients(
         self, principal: Principal, workspace_id: str, snapshot_id: str, page: PageRequest[int]
     ) -> Page[Recipient, int]:
-        await self._authorize(principal, workspace_id, Role.VIEWER, "audience_snapshot.read", snapshot_id)
+        await self._authorize(
+            principal,
+            workspace_id,
+            Role.VIEWER,
+            "audience_snapshot.read",
+            snapshot_id,
+            resource_type=SNAPSHOT_RESOURCE,
+        )
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
             # The snapshot lookup is what scopes the recipients to the caller's workspace.

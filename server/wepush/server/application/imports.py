@@ -87,6 +87,7 @@ _TTL_TEXT: Final = "24 hours"
 PREVIEW_ROWS: Final = 20
 ERROR_PAGE_ROWS: Final = 1000
 _RESOURCE: Final = "AUDIENCE_IMPORT"
+AUDIENCE_RESOURCE: Final = "AUDIENCE"
 #: Downloading an import's error rows, audited like ``artifact.download``.
 ERRORS_DOWNLOAD: Final = "audience_import.errors.download"
 _OPEN_STATES: Final = frozenset({ImportState.CREATED, ImportState.STAGING, ImportState.STAGED})
@@ -184,7 +185,9 @@ class ImportService:
             workspace_id,
             Role.OPERATOR,
             action="audience_import.create",
-            resource_type=_RESOURCE,
+            # Refused, the import does not exist: the event names the audience it was meant for.
+            resource_type=AUDIENCE_RESOURCE,
+            resource_id=audience_id,
             trace_id=trace_id,
         )
         settings.validate(self._deps.import_limits)
@@ -258,7 +261,7 @@ class ImportService:
             workspace_id,
             Role.VIEWER,
             action="audience_import.list",
-            resource_type=_RESOURCE,
+            resource_type=AUDIENCE_RESOURCE,
             resource_id=audience_id,
         )
         now = self._deps.clock()

@@ -317,8 +317,9 @@ async def _keep_an_admin(uow: UnitOfWork, workspace_id: str, user_id: str, now: 
 
 async def _token_principal(uow: UnitOfWork, user_id: str) -> ApiToken:
     """A new member is an API token (a token is its own member): a mistyped id is 404, not a membership
-    nobody can ever use."""
+    nobody can ever use. A SYSTEM_ADMIN token is none either, as a workspace ADMIN cannot see one: a role
+    here would say it exists, and its reads here would no longer be audited as a SYSTEM_ADMIN's."""
     token = await _token_or_none(uow, user_id)
-    if token is None:
+    if token is None or token.system_admin:
         raise NotFound("api token", user_id)
     return token
