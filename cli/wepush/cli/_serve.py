@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sys
 from pathlib import Path
@@ -38,10 +39,20 @@ class _Server(uvicorn.Server):
         # Before uvicorn waits for the requests under way (and cancels those still running after
         # ``timeout_graceful_shutdown``): an upload streaming from a slow client would otherwise only
         # end by that cancellation. The lifespan's own shutdown comes after that wait, too late for it.
-        started = None if self._runtime is None else self._runtime.services.started
+        runtime = self._runtime
+        if runtime is None:
+            await super().shutdown(sockets)
+            return
+        started = runtime.services.started
         if started is not None:
             started.resources.imports.stop_uploads()
-        await super().shutdown(sockets)
+        # Event streams end now, and the embedded agent drains while uvicorn stops listening and waits
+        # for the requests under way: a stop takes the agent's grace, not that plus uvicorn's timeout.
+        draining = asyncio.create_task(runtime.quiesce(), name="quiesce")
+        try:
+            await super().shutdown(sockets)
+        finally:
+            await draining
 
 
 def serve(*, config_file: Path | None, host: str | None, port: int | None, data_dir: Path | None) -> int:

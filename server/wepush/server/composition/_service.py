@@ -627,6 +627,17 @@ class ServiceRuntime:
                     summary=plugin.reason,
                 )
 
+    async def quiesce(self) -> None:
+        """The first step of an orderly stop, taken as the server stops listening and before it waits for
+        the requests under way: end the open event streams (a client following a run would otherwise hold
+        the server for its whole graceful-shutdown timeout, then be cancelled with a traceback) and drain
+        the embedded agent (no new runs, up to its grace for the runs it sends, then cancel them). Both
+        are idempotent: :meth:`stop` finds them done."""
+        if self.events is not None:
+            await self.events.stop()
+        if self.embedded_agent is not None:
+            await self.embedded_agent.shutdown()
+
     async def stop(self) -> None:
         self.services.started = None
         sweeps = (self.import_retention, self.abandoned_uploads, self.artifact_retention, self.cancelled_runs)
