@@ -188,6 +188,7 @@ async def test_a_resend_token_for_other_outcomes_is_refused(tmp_path: Path) -> N
         )
     assert response.status_code == 409
     assert response.json()["code"] == "CONFIRMATION_INVALID"
+    assert "the outcomes asked for differ from the confirmed ones" in response.json()["detail"]
 
 
 async def test_an_unfinished_run_cannot_be_resent(tmp_path: Path) -> None:

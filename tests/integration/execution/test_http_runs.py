@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import json
@@ -152,7 +153,8 @@ async def test_a_pending_run_is_claimed_and_sent_to_every_recipient_exactly_once
         mobile(n) for n in range(1, RECIPIENTS + 1)
     ]
     assert len({line["itemId"] for line in success}) == RECIPIENTS
-    csv_lines = jsonl(contents["RESULTS_EXPORT"])
+    assert contents["RESULTS_EXPORT"].startswith(codecs.BOM_UTF8)
+    csv_lines = jsonl(contents["RESULTS_EXPORT"].removeprefix(codecs.BOM_UTF8))
     assert next(csv.reader(csv_lines[:1]))[:3] == ["itemId", "sequence", "state"]
     assert len(csv_lines) == RECIPIENTS + 1
     log_events = [json.loads(line)["event"] for line in jsonl(contents["RUN_LOG"])]

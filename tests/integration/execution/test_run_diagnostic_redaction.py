@@ -236,5 +236,11 @@ async def test_a_provider_that_cannot_open_quoting_the_secret_fails_the_run_with
     assert run.state_reason is not None
     assert run.state_reason.startswith("PROVIDER_SESSION_FAILED")
     assert f"caller {MASK} is not allowed" in run.state_reason
+    # Each item says why with the run's own code: no executor was lost.
+    async with uow(read_only=True) as unit:
+        items = (await unit.run_items.list_page(run.id, PageRequest(limit=500))).items
+    assert {(item.provider_code, item.diagnostic) for item in items} == {
+        ("PROVIDER_SESSION_FAILED", "the run was refused before dispatch (PROVIDER_SESSION_FAILED)")
+    }
     stored = await _everything_stored(uow, artifact_store, run)
     assert SECRET not in stored

@@ -36,6 +36,11 @@ from wepush.server.domain import ItemState, Job, content_hash
 CONFIRMATION_TTL: Final = timedelta(minutes=5)
 RUN_PURPOSE: Final = "run"
 RESEND_PURPOSE: Final = "resend"
+#: Why a token no longer fits, by what it confirmed.
+_CHANGED: Final = {
+    RUN_PURPOSE: "the job, its account, message, audience or policies changed",
+    RESEND_PURPOSE: "the outcomes asked for differ from the confirmed ones, or the run's items in them changed",
+}
 _DOMAIN: Final = b"wepush/confirmation/v1."
 _MIN_KEY_BYTES: Final = 32
 _MAX_TOKEN_CHARS: Final = 1024
@@ -132,4 +137,4 @@ class ConfirmationSigner:
         if now >= datetime.fromtimestamp(payload["e"], UTC):
             raise ConfirmationInvalid("expired")
         if not hmac.compare_digest(str(payload.get("b")), binding):
-            raise ConfirmationInvalid("the job, its account, message, audience or policies changed")
+            raise ConfirmationInvalid(_CHANGED.get(purpose, "what it confirmed changed"))

@@ -117,7 +117,8 @@ class RunStateConflict(DomainError):
         attempted: str,
         allowed_commands: Sequence[RunCommandType],
     ) -> None:
-        super().__init__(f"Run cannot {attempted} from {current_state.value}")
+        # The command as the API spells it (change-concurrency), not as the code does.
+        super().__init__(f"Run cannot {attempted.replace('_', '-')} from {current_state.value}")
         self.run_id = run_id
         self.current_state = current_state
         self.attempted = attempted

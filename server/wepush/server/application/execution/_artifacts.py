@@ -234,13 +234,15 @@ _CHUNK_BYTES = 64 * 1024
 class _Buffered:
     """Text waiting for one open file: JSON lines, or CSV rows as cell lists."""
 
-    __slots__ = ("file", "lines", "rows", "size")
+    __slots__ = ("file", "lines", "prefix", "rows", "size")
 
-    def __init__(self, file: _OpenFile) -> None:
+    def __init__(self, file: _OpenFile, prefix: str = "") -> None:
         self.file = file
         self.lines: list[str] = []
         self.rows: list[list[Any]] = []
         self.size = 0
+        self.prefix = prefix
+        """Written once, before the first text (a byte-order mark)."""
 
 
 def _csv_text(rows: list[list[Any]]) -> str:
@@ -279,7 +281,8 @@ class ResultArtifacts:
             self._files[item_result.state] = file
         csv_file = self._csv
         if self._csv_enabled and csv_file is None:
-            csv_file = self._csv = _Buffered(await self._writer.begin(CSV_EXPORT))
+            # UTF-8 with a byte-order mark, as the import errors CSV: Excel then shows Chinese text as it is.
+            csv_file = self._csv = _Buffered(await self._writer.begin(CSV_EXPORT), prefix="\ufeff")
             self._csv_fields = tuple(sorted(recipient))
             csv_file.rows.append([*CSV_BASE_COLUMNS, *(f"recipient.{name}" for name in self._csv_fields)])
         for target in (file, csv_file):
@@ -311,6 +314,7 @@ class ResultArtifacts:
             text = "".join(buffered.lines)
         else:
             return
+        text, buffered.prefix = buffered.prefix + text, ""
         buffered.lines, buffered.rows, buffered.size = [], [], 0
         await self._writer.write(buffered.file, text.encode("utf-8"))
 

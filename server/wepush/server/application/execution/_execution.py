@@ -197,8 +197,11 @@ class RunExecution:
             secret_versions=snapshot.account.secret_versions,
         )
         self._secrets = RegisteredSecrets(stored, self._ctx.redactor)
+        recipients = SnapshotRecipientSource(
+            self._ctx.uow, self._guard, snapshot, ledger, monotonic=self._ctx.engine_clock.monotonic
+        )
         ports = ExecutionPorts(
-            recipient_source=SnapshotRecipientSource(self._ctx.uow, self._guard, snapshot, ledger),
+            recipient_source=recipients,
             secret_resolver=self._secrets,
             result_sink=FencedResultSink(self._guard, ledger, self.run.workspace_id, self.run_id),
             artifact_sink=artifacts,
@@ -208,6 +211,9 @@ class RunExecution:
             # values this run resolved in them too, not only the shapes the rules know.
             redactor=self._ctx.redactor,
             observer=None if self._meter is None else self._meter.observer,
+            # The run's dispatch mark: raised as records start, so a recovery after a crash takes only
+            # what may really have been sent for UNKNOWN.
+            dispatch_fence=recipients,
         )
         try:
             self._handle = await self._ctx.engine.start(spec, ports)
@@ -359,7 +365,7 @@ class RunExecution:
             scope=scope,
             dispatched_through=0,
             artifacts=artifacts,
-            cause=SettleCause.executor_lost(f"the run was refused before dispatch ({code})"),
+            cause=SettleCause.refused(code),
             clock=self._ctx.clock,
             batch_size=self._ctx.settle_batch_size,
         )

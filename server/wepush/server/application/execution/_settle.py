@@ -41,6 +41,12 @@ class SettleCause:
     def executor_lost(cls, reason: str) -> SettleCause:
         return cls(SETTLED_CODE, reason)
 
+    @classmethod
+    def refused(cls, code: str) -> SettleCause:
+        """The run was refused before anything was sent (its provider session could not open, its
+        configuration was invalid): each item carries the run's own code, no executor was lost."""
+        return cls(code, f"the run was refused before dispatch ({code})")
+
 
 _FINAL = frozenset(
     {ItemState.SUCCEEDED, ItemState.FAILED, ItemState.UNKNOWN, ItemState.UNSENT, ItemState.SKIPPED}
