@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -222,6 +223,14 @@ def _openapi_generator(spec: Path, generator: str, output: Path, properties: str
     # the tool version. Keep both: they document what was generated and by which pinned tool.
 
 
+def _without_unique_items(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {key: _without_unique_items(value) for key, value in node.items() if key != "uniqueItems"}
+    if isinstance(node, list):
+        return [_without_unique_items(value) for value in node]
+    return node
+
+
 def generate_clients(out: Path, openapi_json: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         # The generator copies the spec into the client; feed it a copy so paths stay stable.
@@ -234,8 +243,13 @@ def generate_clients(out: Path, openapi_json: Path) -> None:
             f"packageName={SDK_PACKAGE},projectName=wepush-client,packageVersion=1.0.0",
             _SDK_IGNORE,
         )
+        # typescript-fetch turns a `uniqueItems` array into a JavaScript Set, which JSON.stringify writes as
+        # `{}` and which a plain array literal does not satisfy; the TypeScript client gets plain arrays
+        # (the Service still refuses duplicates, by the real contract).
+        ts_spec = Path(tmp) / "openapi-ts.json"
+        ts_spec.write_text(json.dumps(_without_unique_items(json.loads(spec.read_text(encoding="utf-8")))))
         _openapi_generator(
-            spec,
+            ts_spec,
             "typescript-fetch",
             out / "ts-client",
             "npmName=@wepush/client,npmVersion=1.0.0,supportsES6=true,typescriptThreePlus=true",

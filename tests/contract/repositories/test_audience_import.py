@@ -78,6 +78,9 @@ async def test_staged_batches_commit_into_a_snapshot_that_keeps_only_first_occur
         )
         stored_snapshot = await uow.audiences.get_snapshot(audience.workspace_id, snapshot.id)
         stored_import = await uow.audience_imports.get(audience.workspace_id, audience_import.id)
+        keys = await uow.audiences.recipient_item_keys(snapshot.id, [4, 2, 9, 2])
+        no_keys = await uow.audiences.recipient_item_keys(snapshot.id, [])
+    assert (keys, no_keys) == ({2: "b", 4: "d"}, {})  # a sequence beyond the snapshot has none
     recipients = first.items + second.items
     assert [(r.sequence, r.item_key, r.fields["name"]) for r in recipients] == [
         (1, "a", "Ann"),

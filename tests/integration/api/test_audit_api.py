@@ -287,3 +287,42 @@ async def test_a_refused_attempt_names_its_target_under_the_targets_own_type(tmp
         ("audience_snapshot.read", "AUDIENCE_SNAPSHOT", world.snapshot.id),
         ("audience_import.list", "AUDIENCE", world.audience.id),
     } <= targets
+
+
+async def test_the_refused_attempts_are_found_by_their_outcome(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        _, viewer = await issue_token(app, ws, "VIEWER")
+        await create_account(app, ws, http_account("allowed"))
+        refused = await app.client.post(accounts_url(ws), headers=viewer, json=http_account("refused"))
+        await app.client.post(accounts_url(ws), headers=viewer, json=http_account("refused again"))
+        denied = (
+            await app.client.get(
+                audit_url(ws), headers=app.admin(), params={"outcome": "DENIED", "limit": 100}
+            )
+        ).json()
+        succeeded = (
+            await app.client.get(
+                audit_url(ws), headers=app.admin(), params={"outcome": "SUCCESS", "action": "account.create"}
+            )
+        ).json()
+        unknown = await app.client.get(audit_url(ws), headers=app.admin(), params={"outcome": "MAYBE"})
+        first = (
+            await app.client.get(audit_url(ws), headers=app.admin(), params={"outcome": "DENIED", "limit": 1})
+        ).json()
+        crossed = await app.client.get(
+            audit_url(ws),
+            headers=app.admin(),
+            params={"outcome": "SUCCESS", "cursor": first["page"]["nextCursor"]},
+        )
+
+    assert refused.status_code == 403
+    assert denied["items"]
+    assert {e["outcome"] for e in denied["items"]} == {"DENIED"}
+    assert "account.create" in {e["action"] for e in denied["items"]}
+    assert [e["outcome"] for e in succeeded["items"]] == ["SUCCESS"]
+    assert unknown.status_code == 400
+    assert unknown.json()["errors"][0]["field"] == "outcome"
+    # A cursor is bound to its filters, the outcome included.
+    assert crossed.status_code == 400
+    assert crossed.json()["code"] == "CURSOR_INVALID"

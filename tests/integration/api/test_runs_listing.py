@@ -164,6 +164,14 @@ async def test_items_are_paged_in_sequence_order_and_filtered_by_state(tmp_path:
     ]
     assert failed["items"][0]["attempts"] == 1
     assert failed["items"][0]["completedAt"] is not None
+    # Who failed, in the audience's own ids: the run's item ids are opaque.
+    assert [i["recipientItemId"] for i in failed["items"]] == ["13800000002", "13800000004"]
+    assert [i["recipientItemId"] for i in page1["items"] + page2["items"]] == [
+        "13800000001",
+        "13800000002",
+        "13800000003",
+        "13800000004",
+    ]
 
 
 async def test_an_items_last_attempt_is_never_after_its_completion(tmp_path: Path) -> None:

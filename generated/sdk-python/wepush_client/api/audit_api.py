@@ -20,6 +20,7 @@ from pydantic import Field
 from typing import Optional
 from typing_extensions import Annotated
 from wepush_client.models.audit_event_page import AuditEventPage
+from wepush_client.models.audit_outcome import AuditOutcome
 
 from wepush_client.api_client import ApiClient, RequestSerialized
 from wepush_client.api_response import ApiResponse
@@ -45,12 +46,13 @@ class AuditApi:
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
-        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        occurred_after: Optional[datetime] = None,
-        occurred_before: Optional[datetime] = None,
+        action: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events of this action (exact, case-sensitive), for example `run.start`.")] = None,
+        actor_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events by this actor (`actor.id`, exact).")] = None,
+        resource_type: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]], Field(description="Only events on this type of resource (exact, case-sensitive), for example `JOB`.")] = None,
+        resource_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events on this resource (exact).")] = None,
+        occurred_after: Annotated[Optional[datetime], Field(description="Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.")] = None,
+        occurred_before: Annotated[Optional[datetime], Field(description="Only events that occurred strictly before this instant (exclusive).")] = None,
+        outcome: Annotated[Optional[AuditOutcome], Field(description="Only events with this outcome, for example `DENIED` for the refused attempts.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -73,18 +75,20 @@ class AuditApi:
         :type limit: int
         :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
         :type cursor: str
-        :param action:
+        :param action: Only events of this action (exact, case-sensitive), for example `run.start`.
         :type action: str
-        :param actor_id:
+        :param actor_id: Only events by this actor (`actor.id`, exact).
         :type actor_id: str
-        :param resource_type:
+        :param resource_type: Only events on this type of resource (exact, case-sensitive), for example `JOB`.
         :type resource_type: str
-        :param resource_id:
+        :param resource_id: Only events on this resource (exact).
         :type resource_id: str
-        :param occurred_after:
+        :param occurred_after: Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.
         :type occurred_after: datetime
-        :param occurred_before:
+        :param occurred_before: Only events that occurred strictly before this instant (exclusive).
         :type occurred_before: datetime
+        :param outcome: Only events with this outcome, for example `DENIED` for the refused attempts.
+        :type outcome: AuditOutcome
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -117,6 +121,7 @@ class AuditApi:
             resource_id=resource_id,
             occurred_after=occurred_after,
             occurred_before=occurred_before,
+            outcome=outcome,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -149,12 +154,13 @@ class AuditApi:
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
-        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        occurred_after: Optional[datetime] = None,
-        occurred_before: Optional[datetime] = None,
+        action: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events of this action (exact, case-sensitive), for example `run.start`.")] = None,
+        actor_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events by this actor (`actor.id`, exact).")] = None,
+        resource_type: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]], Field(description="Only events on this type of resource (exact, case-sensitive), for example `JOB`.")] = None,
+        resource_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events on this resource (exact).")] = None,
+        occurred_after: Annotated[Optional[datetime], Field(description="Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.")] = None,
+        occurred_before: Annotated[Optional[datetime], Field(description="Only events that occurred strictly before this instant (exclusive).")] = None,
+        outcome: Annotated[Optional[AuditOutcome], Field(description="Only events with this outcome, for example `DENIED` for the refused attempts.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -177,18 +183,20 @@ class AuditApi:
         :type limit: int
         :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
         :type cursor: str
-        :param action:
+        :param action: Only events of this action (exact, case-sensitive), for example `run.start`.
         :type action: str
-        :param actor_id:
+        :param actor_id: Only events by this actor (`actor.id`, exact).
         :type actor_id: str
-        :param resource_type:
+        :param resource_type: Only events on this type of resource (exact, case-sensitive), for example `JOB`.
         :type resource_type: str
-        :param resource_id:
+        :param resource_id: Only events on this resource (exact).
         :type resource_id: str
-        :param occurred_after:
+        :param occurred_after: Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.
         :type occurred_after: datetime
-        :param occurred_before:
+        :param occurred_before: Only events that occurred strictly before this instant (exclusive).
         :type occurred_before: datetime
+        :param outcome: Only events with this outcome, for example `DENIED` for the refused attempts.
+        :type outcome: AuditOutcome
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -221,6 +229,7 @@ class AuditApi:
             resource_id=resource_id,
             occurred_after=occurred_after,
             occurred_before=occurred_before,
+            outcome=outcome,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -253,12 +262,13 @@ class AuditApi:
         workspace_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)],
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
-        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        occurred_after: Optional[datetime] = None,
-        occurred_before: Optional[datetime] = None,
+        action: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events of this action (exact, case-sensitive), for example `run.start`.")] = None,
+        actor_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events by this actor (`actor.id`, exact).")] = None,
+        resource_type: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]], Field(description="Only events on this type of resource (exact, case-sensitive), for example `JOB`.")] = None,
+        resource_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events on this resource (exact).")] = None,
+        occurred_after: Annotated[Optional[datetime], Field(description="Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.")] = None,
+        occurred_before: Annotated[Optional[datetime], Field(description="Only events that occurred strictly before this instant (exclusive).")] = None,
+        outcome: Annotated[Optional[AuditOutcome], Field(description="Only events with this outcome, for example `DENIED` for the refused attempts.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -281,18 +291,20 @@ class AuditApi:
         :type limit: int
         :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
         :type cursor: str
-        :param action:
+        :param action: Only events of this action (exact, case-sensitive), for example `run.start`.
         :type action: str
-        :param actor_id:
+        :param actor_id: Only events by this actor (`actor.id`, exact).
         :type actor_id: str
-        :param resource_type:
+        :param resource_type: Only events on this type of resource (exact, case-sensitive), for example `JOB`.
         :type resource_type: str
-        :param resource_id:
+        :param resource_id: Only events on this resource (exact).
         :type resource_id: str
-        :param occurred_after:
+        :param occurred_after: Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.
         :type occurred_after: datetime
-        :param occurred_before:
+        :param occurred_before: Only events that occurred strictly before this instant (exclusive).
         :type occurred_before: datetime
+        :param outcome: Only events with this outcome, for example `DENIED` for the refused attempts.
+        :type outcome: AuditOutcome
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -325,6 +337,7 @@ class AuditApi:
             resource_id=resource_id,
             occurred_after=occurred_after,
             occurred_before=occurred_before,
+            outcome=outcome,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -358,6 +371,7 @@ class AuditApi:
         resource_id,
         occurred_after,
         occurred_before,
+        outcome,
         _request_auth,
         _content_type,
         _headers,
@@ -432,6 +446,10 @@ class AuditApi:
             else:
                 _query_params.append(('occurredBefore', occurred_before))
             
+        if outcome is not None:
+            
+            _query_params.append(('outcome', outcome.value))
+            
         # process the header parameters
         # process the form parameters
         # process the body parameter
@@ -475,12 +493,13 @@ class AuditApi:
         self,
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
-        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        occurred_after: Optional[datetime] = None,
-        occurred_before: Optional[datetime] = None,
+        action: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events of this action (exact, case-sensitive), for example `run.start`.")] = None,
+        actor_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events by this actor (`actor.id`, exact).")] = None,
+        resource_type: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]], Field(description="Only events on this type of resource (exact, case-sensitive), for example `JOB`.")] = None,
+        resource_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events on this resource (exact).")] = None,
+        occurred_after: Annotated[Optional[datetime], Field(description="Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.")] = None,
+        occurred_before: Annotated[Optional[datetime], Field(description="Only events that occurred strictly before this instant (exclusive).")] = None,
+        outcome: Annotated[Optional[AuditOutcome], Field(description="Only events with this outcome, for example `DENIED` for the refused attempts.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -502,18 +521,20 @@ class AuditApi:
         :type limit: int
         :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
         :type cursor: str
-        :param action:
+        :param action: Only events of this action (exact, case-sensitive), for example `run.start`.
         :type action: str
-        :param actor_id:
+        :param actor_id: Only events by this actor (`actor.id`, exact).
         :type actor_id: str
-        :param resource_type:
+        :param resource_type: Only events on this type of resource (exact, case-sensitive), for example `JOB`.
         :type resource_type: str
-        :param resource_id:
+        :param resource_id: Only events on this resource (exact).
         :type resource_id: str
-        :param occurred_after:
+        :param occurred_after: Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.
         :type occurred_after: datetime
-        :param occurred_before:
+        :param occurred_before: Only events that occurred strictly before this instant (exclusive).
         :type occurred_before: datetime
+        :param outcome: Only events with this outcome, for example `DENIED` for the refused attempts.
+        :type outcome: AuditOutcome
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -545,6 +566,7 @@ class AuditApi:
             resource_id=resource_id,
             occurred_after=occurred_after,
             occurred_before=occurred_before,
+            outcome=outcome,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -575,12 +597,13 @@ class AuditApi:
         self,
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
-        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        occurred_after: Optional[datetime] = None,
-        occurred_before: Optional[datetime] = None,
+        action: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events of this action (exact, case-sensitive), for example `run.start`.")] = None,
+        actor_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events by this actor (`actor.id`, exact).")] = None,
+        resource_type: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]], Field(description="Only events on this type of resource (exact, case-sensitive), for example `JOB`.")] = None,
+        resource_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events on this resource (exact).")] = None,
+        occurred_after: Annotated[Optional[datetime], Field(description="Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.")] = None,
+        occurred_before: Annotated[Optional[datetime], Field(description="Only events that occurred strictly before this instant (exclusive).")] = None,
+        outcome: Annotated[Optional[AuditOutcome], Field(description="Only events with this outcome, for example `DENIED` for the refused attempts.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -602,18 +625,20 @@ class AuditApi:
         :type limit: int
         :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
         :type cursor: str
-        :param action:
+        :param action: Only events of this action (exact, case-sensitive), for example `run.start`.
         :type action: str
-        :param actor_id:
+        :param actor_id: Only events by this actor (`actor.id`, exact).
         :type actor_id: str
-        :param resource_type:
+        :param resource_type: Only events on this type of resource (exact, case-sensitive), for example `JOB`.
         :type resource_type: str
-        :param resource_id:
+        :param resource_id: Only events on this resource (exact).
         :type resource_id: str
-        :param occurred_after:
+        :param occurred_after: Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.
         :type occurred_after: datetime
-        :param occurred_before:
+        :param occurred_before: Only events that occurred strictly before this instant (exclusive).
         :type occurred_before: datetime
+        :param outcome: Only events with this outcome, for example `DENIED` for the refused attempts.
+        :type outcome: AuditOutcome
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -645,6 +670,7 @@ class AuditApi:
             resource_id=resource_id,
             occurred_after=occurred_after,
             occurred_before=occurred_before,
+            outcome=outcome,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -675,12 +701,13 @@ class AuditApi:
         self,
         limit: Annotated[Optional[Annotated[int, Field(le=100, strict=True, ge=1)]], Field(description="Page size.")] = None,
         cursor: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=2048)]], Field(description="Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).")] = None,
-        action: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        actor_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        resource_type: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]] = None,
-        resource_id: Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]] = None,
-        occurred_after: Optional[datetime] = None,
-        occurred_before: Optional[datetime] = None,
+        action: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events of this action (exact, case-sensitive), for example `run.start`.")] = None,
+        actor_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events by this actor (`actor.id`, exact).")] = None,
+        resource_type: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=64)]], Field(description="Only events on this type of resource (exact, case-sensitive), for example `JOB`.")] = None,
+        resource_id: Annotated[Optional[Annotated[str, Field(min_length=1, strict=True, max_length=128)]], Field(description="Only events on this resource (exact).")] = None,
+        occurred_after: Annotated[Optional[datetime], Field(description="Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.")] = None,
+        occurred_before: Annotated[Optional[datetime], Field(description="Only events that occurred strictly before this instant (exclusive).")] = None,
+        outcome: Annotated[Optional[AuditOutcome], Field(description="Only events with this outcome, for example `DENIED` for the refused attempts.")] = None,
         _request_timeout: Union[
             None,
             Annotated[StrictFloat, Field(gt=0)],
@@ -702,18 +729,20 @@ class AuditApi:
         :type limit: int
         :param cursor: Opaque cursor from `page.nextCursor`. It is bound to the resource and filters; reuse with other filters is rejected (400 CURSOR_INVALID).
         :type cursor: str
-        :param action:
+        :param action: Only events of this action (exact, case-sensitive), for example `run.start`.
         :type action: str
-        :param actor_id:
+        :param actor_id: Only events by this actor (`actor.id`, exact).
         :type actor_id: str
-        :param resource_type:
+        :param resource_type: Only events on this type of resource (exact, case-sensitive), for example `JOB`.
         :type resource_type: str
-        :param resource_id:
+        :param resource_id: Only events on this resource (exact).
         :type resource_id: str
-        :param occurred_after:
+        :param occurred_after: Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.
         :type occurred_after: datetime
-        :param occurred_before:
+        :param occurred_before: Only events that occurred strictly before this instant (exclusive).
         :type occurred_before: datetime
+        :param outcome: Only events with this outcome, for example `DENIED` for the refused attempts.
+        :type outcome: AuditOutcome
         :param _request_timeout: timeout setting for this request. If one
                                  number provided, it will be total request
                                  timeout. It can also be a pair (tuple) of
@@ -745,6 +774,7 @@ class AuditApi:
             resource_id=resource_id,
             occurred_after=occurred_after,
             occurred_before=occurred_before,
+            outcome=outcome,
             _request_auth=_request_auth,
             _content_type=_content_type,
             _headers=_headers,
@@ -776,6 +806,7 @@ class AuditApi:
         resource_id,
         occurred_after,
         occurred_before,
+        outcome,
         _request_auth,
         _content_type,
         _headers,
@@ -847,6 +878,10 @@ class AuditApi:
                 )
             else:
                 _query_params.append(('occurredBefore', occurred_before))
+            
+        if outcome is not None:
+            
+            _query_params.append(('outcome', outcome.value))
             
         # process the header parameters
         # process the form parameters

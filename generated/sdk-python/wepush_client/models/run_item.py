@@ -31,7 +31,8 @@ class RunItem(BaseModel):
     """
     RunItem
     """ # noqa: E501
-    item_id: Annotated[str, Field(min_length=1, strict=True, max_length=256)] = Field(alias="itemId", json_schema_extra={"examples": ["customer-0001"]})
+    item_id: Annotated[str, Field(min_length=1, strict=True, max_length=256)] = Field(description="The run's own id of this item, stable across the run's retries and recoveries (providers derive their idempotency keys from it); a resend run gives the same recipient a new one. To find the recipient, use `recipientItemId` (or `sequence` in the audience snapshot).", alias="itemId", json_schema_extra={"examples": ["0f6b9c1e-3a57-5d1e-9c1b-2a4f0e8d7c61"]})
+    recipient_item_id: Optional[Annotated[str, Field(strict=True, max_length=256)]] = Field(default=None, description="The recipient's item id in the audience snapshot (the import's `itemIdField` value, or the row's generated id), the same as `Recipient.itemId`; null only when the snapshot can no longer be read.", alias="recipientItemId", json_schema_extra={"examples": ["customer-0001"]})
     sequence: Annotated[int, Field(le=9223372036854775807, strict=True, ge=1)]
     state: RunItemState
     attempts: Annotated[int, Field(le=2147483647, strict=True, ge=0)] = Field(json_schema_extra={"examples": [1]})
@@ -41,7 +42,7 @@ class RunItem(BaseModel):
     external_request_id: Optional[Annotated[str, Field(strict=True, max_length=256)]] = Field(default=None, alias="externalRequestId")
     last_attempt_at: Optional[datetime] = Field(default=None, alias="lastAttemptAt")
     completed_at: Optional[datetime] = Field(default=None, alias="completedAt")
-    __properties: ClassVar[List[str]] = ["itemId", "sequence", "state", "attempts", "errorCategory", "providerCode", "diagnostic", "externalRequestId", "lastAttemptAt", "completedAt"]
+    __properties: ClassVar[List[str]] = ["itemId", "recipientItemId", "sequence", "state", "attempts", "errorCategory", "providerCode", "diagnostic", "externalRequestId", "lastAttemptAt", "completedAt"]
 
     model_config = ConfigDict(
         validate_by_name=True,
@@ -82,6 +83,11 @@ class RunItem(BaseModel):
             exclude=excluded_fields,
             exclude_none=True,
         )
+        # set to None if recipient_item_id (nullable) is None
+        # and model_fields_set contains the field
+        if self.recipient_item_id is None and "recipient_item_id" in self.model_fields_set:
+            _dict['recipientItemId'] = None
+
         # set to None if provider_code (nullable) is None
         # and model_fields_set contains the field
         if self.provider_code is None and "provider_code" in self.model_fields_set:
@@ -120,6 +126,7 @@ class RunItem(BaseModel):
 
         _obj = cls.model_validate({
             "itemId": obj.get("itemId"),
+            "recipientItemId": obj.get("recipientItemId"),
             "sequence": obj.get("sequence"),
             "state": obj.get("state"),
             "attempts": obj.get("attempts"),

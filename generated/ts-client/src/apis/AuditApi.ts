@@ -19,6 +19,11 @@ import {
     AuditEventPageToJSON,
 } from '../models/AuditEventPage';
 import {
+    type AuditOutcome,
+    AuditOutcomeFromJSON,
+    AuditOutcomeToJSON,
+} from '../models/AuditOutcome';
+import {
     type Problem,
     ProblemFromJSON,
     ProblemToJSON,
@@ -38,29 +43,33 @@ export interface ListAuditEventsRequest {
      */
     cursor?: string;
     /**
-     * 
+     * Only events of this action (exact, case-sensitive), for example `run.start`.
      */
     action?: string;
     /**
-     * 
+     * Only events by this actor (`actor.id`, exact).
      */
     actorId?: string;
     /**
-     * 
+     * Only events on this type of resource (exact, case-sensitive), for example `JOB`.
      */
     resourceType?: string;
     /**
-     * 
+     * Only events on this resource (exact).
      */
     resourceId?: string;
     /**
-     * 
+     * Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.
      */
     occurredAfter?: Date;
     /**
-     * 
+     * Only events that occurred strictly before this instant (exclusive).
      */
     occurredBefore?: Date;
+    /**
+     * Only events with this outcome, for example `DENIED` for the refused attempts.
+     */
+    outcome?: AuditOutcome;
 }
 
 export interface ListSystemAuditEventsRequest {
@@ -73,29 +82,33 @@ export interface ListSystemAuditEventsRequest {
      */
     cursor?: string;
     /**
-     * 
+     * Only events of this action (exact, case-sensitive), for example `run.start`.
      */
     action?: string;
     /**
-     * 
+     * Only events by this actor (`actor.id`, exact).
      */
     actorId?: string;
     /**
-     * 
+     * Only events on this type of resource (exact, case-sensitive), for example `JOB`.
      */
     resourceType?: string;
     /**
-     * 
+     * Only events on this resource (exact).
      */
     resourceId?: string;
     /**
-     * 
+     * Only events that occurred strictly after this instant (exclusive). To read on from a page, follow its `nextCursor`: events can share an instant.
      */
     occurredAfter?: Date;
     /**
-     * 
+     * Only events that occurred strictly before this instant (exclusive).
      */
     occurredBefore?: Date;
+    /**
+     * Only events with this outcome, for example `DENIED` for the refused attempts.
+     */
+    outcome?: AuditOutcome;
 }
 
 /**
@@ -146,6 +159,10 @@ export class AuditApi extends runtime.BaseAPI {
 
         if (requestParameters['occurredBefore'] != null) {
             queryParameters['occurredBefore'] = runtime.serializeDateTime(requestParameters['occurredBefore'] as any);
+        }
+
+        if (requestParameters['outcome'] != null) {
+            queryParameters['outcome'] = requestParameters['outcome'];
         }
 
         const headerParameters: runtime.HTTPHeaders = {};
@@ -224,6 +241,10 @@ export class AuditApi extends runtime.BaseAPI {
 
         if (requestParameters['occurredBefore'] != null) {
             queryParameters['occurredBefore'] = runtime.serializeDateTime(requestParameters['occurredBefore'] as any);
+        }
+
+        if (requestParameters['outcome'] != null) {
+            queryParameters['outcome'] = requestParameters['outcome'];
         }
 
         const headerParameters: runtime.HTTPHeaders = {};

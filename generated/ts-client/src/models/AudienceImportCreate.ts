@@ -65,7 +65,7 @@ export interface AudienceImportCreate {
     /**
      * Recipient fields whose combined value identifies duplicates; the first row wins. Without itemIdField or dedupeKeys, a TXT import's one field identifies its recipients (the same line twice is one recipient), and every CSV row is a recipient of its own.
      */
-    dedupeKeys?: Set<string>;
+    dedupeKeys?: Array<string>;
 }
 
 
@@ -96,7 +96,7 @@ export function AudienceImportCreateFromJSONTyped(json: any, ignoreDiscriminator
         'trimWhitespace': json['trimWhitespace'] == null ? undefined : json['trimWhitespace'],
         'fieldMapping': json['fieldMapping'],
         'itemIdField': json['itemIdField'] == null ? undefined : json['itemIdField'],
-        'dedupeKeys': json['dedupeKeys'] == null ? undefined : new Set(json['dedupeKeys']),
+        'dedupeKeys': json['dedupeKeys'] == null ? undefined : json['dedupeKeys'],
     };
 }
 
@@ -118,7 +118,7 @@ export function AudienceImportCreateToJSONTyped(value?: AudienceImportCreate | n
         'trimWhitespace': value['trimWhitespace'],
         'fieldMapping': value['fieldMapping'],
         'itemIdField': value['itemIdField'],
-        'dedupeKeys': value['dedupeKeys'] == null ? undefined : Array.from(value['dedupeKeys'] as Set<any>),
+        'dedupeKeys': value['dedupeKeys'],
     };
 }
 

@@ -30,7 +30,7 @@ export interface ResendConfirmationRequest {
     /**
      * 
      */
-    outcomes: Set<ResendOutcome>;
+    outcomes: Array<ResendOutcome>;
 }
 
 /**
@@ -51,7 +51,7 @@ export function ResendConfirmationRequestFromJSONTyped(json: any, ignoreDiscrimi
     }
     return {
         
-        'outcomes': (new Set((json['outcomes'] as Array<any>).map(ResendOutcomeFromJSON))),
+        'outcomes': ((json['outcomes'] as Array<any>).map(ResendOutcomeFromJSON)),
     };
 }
 
@@ -66,7 +66,7 @@ export function ResendConfirmationRequestToJSONTyped(value?: ResendConfirmationR
 
     return {
         
-        'outcomes': (Array.from(value['outcomes'] as Set<any>).map(ResendOutcomeToJSON)),
+        'outcomes': ((value['outcomes'] as Array<any>).map(ResendOutcomeToJSON)),
     };
 }
 

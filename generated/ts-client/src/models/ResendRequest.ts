@@ -30,7 +30,7 @@ export interface ResendRequest {
     /**
      * 
      */
-    outcomes: Set<ResendOutcome>;
+    outcomes: Array<ResendOutcome>;
     /**
      * 
      */
@@ -60,7 +60,7 @@ export function ResendRequestFromJSONTyped(json: any, ignoreDiscriminator: boole
     }
     return {
         
-        'outcomes': (new Set((json['outcomes'] as Array<any>).map(ResendOutcomeFromJSON))),
+        'outcomes': ((json['outcomes'] as Array<any>).map(ResendOutcomeFromJSON)),
         'confirmationToken': json['confirmationToken'],
         'reason': json['reason'] == null ? undefined : json['reason'],
     };
@@ -77,7 +77,7 @@ export function ResendRequestToJSONTyped(value?: ResendRequest | null, ignoreDis
 
     return {
         
-        'outcomes': (Array.from(value['outcomes'] as Set<any>).map(ResendOutcomeToJSON)),
+        'outcomes': ((value['outcomes'] as Array<any>).map(ResendOutcomeToJSON)),
         'confirmationToken': value['confirmationToken'],
         'reason': value['reason'],
     };

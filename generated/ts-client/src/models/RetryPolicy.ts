@@ -50,7 +50,7 @@ export interface RetryPolicy {
     /**
      * Error categories retried (defaults RATE_LIMITED, TEMPORARY_REMOTE, NETWORK).
      */
-    retryOn?: Set<ErrorCategory>;
+    retryOn?: Array<ErrorCategory>;
 }
 
 /**
@@ -75,7 +75,7 @@ export function RetryPolicyFromJSONTyped(json: any, ignoreDiscriminator: boolean
         'maxDelay': json['maxDelay'] == null ? undefined : json['maxDelay'],
         'multiplier': json['multiplier'] == null ? undefined : json['multiplier'],
         'jitter': json['jitter'] == null ? undefined : json['jitter'],
-        'retryOn': json['retryOn'] == null ? undefined : (new Set((json['retryOn'] as Array<any>).map(ErrorCategoryFromJSON))),
+        'retryOn': json['retryOn'] == null ? undefined : ((json['retryOn'] as Array<any>).map(ErrorCategoryFromJSON)),
     };
 }
 
@@ -95,7 +95,7 @@ export function RetryPolicyToJSONTyped(value?: RetryPolicy | null, ignoreDiscrim
         'maxDelay': value['maxDelay'],
         'multiplier': value['multiplier'],
         'jitter': value['jitter'],
-        'retryOn': value['retryOn'] == null ? undefined : (Array.from(value['retryOn'] as Set<any>).map(ErrorCategoryToJSON)),
+        'retryOn': value['retryOn'] == null ? undefined : ((value['retryOn'] as Array<any>).map(ErrorCategoryToJSON)),
     };
 }
 

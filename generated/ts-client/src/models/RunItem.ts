@@ -35,9 +35,13 @@ import {
  */
 export interface RunItem {
     /**
-     * 
+     * The run's own id of this item, stable across the run's retries and recoveries (providers derive their idempotency keys from it); a resend run gives the same recipient a new one. To find the recipient, use `recipientItemId` (or `sequence` in the audience snapshot).
      */
     itemId: string;
+    /**
+     * The recipient's item id in the audience snapshot (the import's `itemIdField` value, or the row's generated id), the same as `Recipient.itemId`; null only when the snapshot can no longer be read.
+     */
+    recipientItemId?: string | null;
     /**
      * 
      */
@@ -100,6 +104,7 @@ export function RunItemFromJSONTyped(json: any, ignoreDiscriminator: boolean): R
     return {
         
         'itemId': json['itemId'],
+        'recipientItemId': json['recipientItemId'] === undefined ? undefined : json['recipientItemId'] === null ? null : json['recipientItemId'],
         'sequence': json['sequence'],
         'state': RunItemStateFromJSON(json['state']),
         'attempts': json['attempts'],
@@ -124,6 +129,7 @@ export function RunItemToJSONTyped(value?: RunItem | null, ignoreDiscriminator: 
     return {
         
         'itemId': value['itemId'],
+        'recipientItemId': value['recipientItemId'],
         'sequence': value['sequence'],
         'state': RunItemStateToJSON(value['state']),
         'attempts': value['attempts'],

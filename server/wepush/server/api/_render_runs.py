@@ -7,7 +7,13 @@ from datetime import datetime
 from typing import Any, Final
 
 from wepush.server.api._render_core import iso
-from wepush.server.application.runs import ResendConfirmationView, RunConfirmationView, RunView, api_policies
+from wepush.server.application.runs import (
+    ResendConfirmationView,
+    RunConfirmationView,
+    RunItemView,
+    RunView,
+    api_policies,
+)
 from wepush.server.domain import (
     TERMINAL_RUN_STATES,
     Artifact,
@@ -16,7 +22,6 @@ from wepush.server.domain import (
     RunCommand,
     RunCommandState,
     RunEvent,
-    RunItem,
 )
 
 #: The contract's ArtifactType enum. An artifact of another type is not advertised until the contract
@@ -205,9 +210,11 @@ def render_resend_confirmation(view: ResendConfirmationView) -> dict[str, Any]:
     }
 
 
-def render_item(item: RunItem) -> dict[str, Any]:
+def render_item(view: RunItemView) -> dict[str, Any]:
+    item = view.item
     body: dict[str, Any] = {
         "itemId": item.item_id,
+        "recipientItemId": view.recipient_item_id,
         "sequence": item.sequence,
         "state": item.state.value,
         "attempts": item.attempt,

@@ -14,7 +14,7 @@ from wepush.server.application._run_queries import (
     list_runs,
     run_view,
 )
-from wepush.server.application._run_views import RunListFilter, RunView
+from wepush.server.application._run_views import RunItemView, RunListFilter, RunView
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.execution import ArtifactDownload, parse_range_header
 from wepush.server.domain import (
@@ -26,7 +26,6 @@ from wepush.server.domain import (
     PageRequest,
     Run,
     RunEvent,
-    RunItem,
     RunState,
     UnitOfWork,
 )
@@ -57,11 +56,15 @@ class RunReading(RunUseCases):
         run_id: str,
         page: PageRequest[int],
         states: Sequence[ItemState] | None = None,
-    ) -> Page[RunItem, int]:
+    ) -> Page[RunItemView, int]:
         await self._authorize(principal, workspace_id, Role.VIEWER, "run.items.read", resource_id=run_id)
         async with self._deps.uow(read_only=True) as uow:
-            await uow.runs.get(workspace_id, run_id)
-            return await uow.run_items.list_page(run_id, page, states=states or None)
+            run = await uow.runs.get(workspace_id, run_id)
+            items = await uow.run_items.list_page(run_id, page, states=states or None)
+            keys = await uow.audiences.recipient_item_keys(
+                run.audience_snapshot_id, [item.sequence for item in items.items]
+            )
+        return Page([RunItemView(item, keys.get(item.sequence)) for item in items.items], items.next_after)
 
     async def _checked_run(self, uow: UnitOfWork, workspace_id: str, run_id: str, after: int) -> Run:
         run = await uow.runs.get(workspace_id, run_id)

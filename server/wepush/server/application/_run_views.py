@@ -14,9 +14,19 @@ from wepush.server.domain import (
     Job,
     Run,
     RunCommandType,
+    RunItem,
     RunState,
     allowed_commands,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class RunItemView:
+    """One item of a run with the recipient's own item id from the audience snapshot (``None`` once the
+    snapshot is gone): the run's ``item_id`` is opaque and per run."""
+
+    item: RunItem
+    recipient_item_id: str | None
 
 
 @dataclass(frozen=True, slots=True)

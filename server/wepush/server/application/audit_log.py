@@ -26,6 +26,7 @@ class AuditQuery:
     actor_id: str | None = None
     resource_type: str | None = None
     resource_id: str | None = None
+    outcome: AuditOutcome | None = None
     occurred_after: datetime | None = None
     occurred_before: datetime | None = None
 
@@ -88,6 +89,7 @@ async def _search(
         actor_id=query.actor_id,
         resource_type=query.resource_type,
         resource_id=query.resource_id,
+        outcome=query.outcome,
         occurred_after=query.occurred_after,
         until=query.occurred_before,
     )

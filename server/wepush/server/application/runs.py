@@ -27,6 +27,7 @@ from wepush.server.application._run_views import (
     ConcurrencyView,
     ResendConfirmationView,
     RunConfirmationView,
+    RunItemView,
     RunListFilter,
     RunView,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "ResendConfirmationView",
     "RunConfirmationView",
     "RunEventFeed",
+    "RunItemView",
     "RunListFilter",
     "RunPorts",
     "RunService",

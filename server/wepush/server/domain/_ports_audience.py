@@ -67,6 +67,10 @@ class AudienceRepository(Protocol):
         """Recipients in sequence order; the page position is the last sequence read."""
         ...
 
+    async def recipient_item_keys(self, snapshot_id: str, sequences: Collection[int]) -> dict[int, str]:
+        """The item keys of the snapshot's recipients at ``sequences`` (those that exist), by sequence."""
+        ...
+
 
 class AudienceImportRepository(Protocol):
     async def add(self, audience_import: AudienceImport) -> AudienceImport: ...

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 from ._paging import Keyset, Page, PageRequest
-from ._records import Artifact, ArtifactOwnerType, ArtifactState, AuditEvent, IdempotencyRecord
+from ._records import Artifact, ArtifactOwnerType, ArtifactState, AuditEvent, AuditOutcome, IdempotencyRecord
 
 
 class ArtifactRepository(Protocol):
@@ -78,6 +78,7 @@ class AuditRepository(Protocol):
         actor_id: str | None = None,
         resource_type: str | None = None,
         resource_id: str | None = None,
+        outcome: AuditOutcome | None = None,
         since: datetime | None = None,
         occurred_after: datetime | None = None,
         until: datetime | None = None,

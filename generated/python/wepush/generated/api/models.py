@@ -1332,7 +1332,19 @@ class RunItemState(StrEnum):
 
 
 class RunItem(BaseModel):
-    itemId: str = Field(..., examples=["customer-0001"], max_length=256, min_length=1)
+    itemId: str = Field(
+        ...,
+        description="The run's own id of this item, stable across the run's retries and recoveries (providers derive their idempotency keys from it); a resend run gives the same recipient a new one. To find the recipient, use `recipientItemId` (or `sequence` in the audience snapshot).",
+        examples=["0f6b9c1e-3a57-5d1e-9c1b-2a4f0e8d7c61"],
+        max_length=256,
+        min_length=1,
+    )
+    recipientItemId: str | None = Field(
+        None,
+        description="The recipient's item id in the audience snapshot (the import's `itemIdField` value, or the row's generated id), the same as `Recipient.itemId`; null only when the snapshot can no longer be read.",
+        examples=["customer-0001"],
+        max_length=256,
+    )
     sequence: int = Field(..., ge=1, le=9223372036854775807)
     state: RunItemState
     attempts: int = Field(..., examples=[1], ge=0, le=2147483647)

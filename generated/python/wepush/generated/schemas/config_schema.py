@@ -320,7 +320,7 @@ class SecuritySettings(BaseModel):
     loopback_targets_for_tests: bool | None = Field(
         False,
         alias="loopback-targets-for-tests",
-        description="TEST AND LOCAL DEVELOPMENT ONLY. Lets the built-in channel providers send to loopback addresses (127.0.0.0/8, ::1) so a local mock server can stand in for a vendor. Never enable it in production: it opens the HTTP provider's SSRF protection for loopback.",
+        description="TEST AND LOCAL DEVELOPMENT ONLY. Lets the HTTP provider (wepush.http) send to loopback addresses (127.0.0.0/8, ::1) so a local mock server can stand in for a webhook. The vendor channels (Feishu, DingTalk, WeCom, SMS, WeChat) are pinned to their official hosts and are not affected; SMTP may use any host already. Never enable it in production: it opens the HTTP provider's SSRF protection for loopback.",
     )
     rate_limit: RateLimitSettings | None = Field(
         None,

@@ -232,6 +232,17 @@ class SqlAudienceRepository(LiveResources[Audience]):
     async def snapshot_references(self, workspace_id: str, snapshot_id: str) -> ResourceReferences:
         return await refs.snapshot_references(self._conn, snapshot_id)
 
+    async def recipient_item_keys(self, snapshot_id: str, sequences: Collection[int]) -> dict[int, str]:
+        if not sequences:
+            return {}
+        rows = await self._all(
+            select(audience_recipient.c.sequence, audience_recipient.c.item_key).where(
+                audience_recipient.c.snapshot_id == snapshot_id,
+                audience_recipient.c.sequence.in_(sorted(set(sequences))),
+            )
+        )
+        return {int(row["sequence"]): str(row["item_key"]) for row in rows}
+
     async def list_recipients(self, snapshot_id: str, page: PageRequest[int]) -> Page[Recipient, int]:
         return await self._sequence_page(
             select(audience_recipient).where(audience_recipient.c.snapshot_id == snapshot_id),

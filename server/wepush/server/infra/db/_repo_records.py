@@ -13,6 +13,7 @@ from wepush.server.domain import (
     ArtifactOwnerType,
     ArtifactState,
     AuditEvent,
+    AuditOutcome,
     DuplicateResource,
     IdempotencyConflict,
     IdempotencyRecord,
@@ -188,6 +189,7 @@ class SqlAuditRepository(SqlRepository):
         actor_id: str | None = None,
         resource_type: str | None = None,
         resource_id: str | None = None,
+        outcome: AuditOutcome | None = None,
         since: datetime | None = None,
         occurred_after: datetime | None = None,
         until: datetime | None = None,
@@ -204,6 +206,8 @@ class SqlAuditRepository(SqlRepository):
             stmt = stmt.where(a.c.resource_type == resource_type)
         if resource_id is not None:
             stmt = stmt.where(a.c.resource_id == resource_id)
+        if outcome is not None:
+            stmt = stmt.where(a.c.outcome == outcome.value)
         if since is not None:
             stmt = stmt.where(a.c.occurred_at >= since)
         if occurred_after is not None:
