@@ -70,6 +70,55 @@ def test_the_exceptions_for_messages_do_not_let_a_value_through(text: str, secre
     assert secret not in redacted
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A validation issue on a secret field: "<pointer>: <message>".
+        "provider session cannot be opened: ConfigError: /accessToken: is neither an access token nor a "
+        "webhook URL",
+        "/signingSecret: must start with SEC",
+        # Vendors' error codes named after what failed, then their message.
+        "Aliyun SMS code SignatureDoesNotMatch: Specified signature is not matched with our calculation.",
+        "Aliyun SMS code InvalidAccessKeyId.NotFound: Specified access key is not found.",
+        "Aliyun SMS code IncompleteSignature: The request signature does not conform to Aliyun standards.",
+    ],
+)
+def test_a_sentence_about_a_secret_field_keeps_its_words(text: str) -> None:
+    assert redact_diagnostic(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("access_token: 8f3a9c2b7d1e4f60", f"access_token: {MASK}"),
+        ("signature=abc123def456 rejected", f"signature={MASK} rejected"),
+        ('{"accessToken": "x"}', f'{{"accessToken": "{MASK}"}}'),
+        # The same shapes as the sentences above, with a value where the sentence was.
+        (
+            "/accessToken: bad-token! is neither an access token",
+            f"/accessToken: {MASK} is neither an access token",
+        ),
+        (
+            "SignatureDoesNotMatch: 8f3a9c2b7d1e4f60 is not matched",
+            f"SignatureDoesNotMatch: {MASK} is not matched",
+        ),
+        (
+            "InvalidAccessKeyId.NotFound: LTAI5tQ8x access key",
+            f"InvalidAccessKeyId.NotFound: {MASK} access key",
+        ),
+        ("password: swordfish is wrong", f"password: {MASK} is wrong"),
+        # A prose word is a value when nothing follows it, or when the separator is not ": ".
+        ("password: specified", f"password: {MASK}"),
+        ("signature=is not matched", f"signature={MASK} not matched"),
+        ("token:is neither", f"token:{MASK} neither"),
+        ('"accessToken": is neither', f'"accessToken": {MASK} neither'),
+        ('{"signature": "Specified signature"}', f'{{"signature": "{MASK}"}}'),
+    ],
+)
+def test_a_value_in_the_shape_of_those_sentences_is_still_masked(text: str, expected: str) -> None:
+    assert redact_diagnostic(text) == expected
+
+
 def test_literal_secrets_are_masked_and_the_length_is_capped() -> None:
     redacted = redact_diagnostic("vendor echoed s3cr3t-literal " + "x" * 2000, secrets=("s3cr3t-literal",))
 

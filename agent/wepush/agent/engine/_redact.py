@@ -7,7 +7,8 @@ the engine because it is the one package every other one may import.
 
 By shape: WePush tokens (``wpn_``/``wpa_``/``wpe_``), ``Authorization`` schemes, URL userinfo, sensitive
 query and fragment parameters, the path segments after webhook paths (``/hook/<id>``), ``name=value``
-pairs with sensitive names (a quoted value up to its closing quote), the ``value`` of a secret update
+pairs with sensitive names (a quoted value up to its closing quote; not a sentence about the name, as in
+``/accessToken: is neither…``), the ``value`` of a secret update
 (``{'operation': 'REPLACE', 'value': ...}``) and PEM private keys.
 """
 
@@ -109,6 +110,30 @@ _NAME_VALUE = re.compile(
     r")"
 )
 _NEXT_WORD = re.compile(r"[ \t]+[^\s\"'&,;<>{}\[\]\\]+")
+# ``<name>: <word> <word>…`` where the first word is one of these is a sentence about the field (a
+# validation issue "/accessToken: is neither…", a vendor's "SignatureDoesNotMatch: Specified signature is
+# not matched"), not its value. A closed list of words sentences start with, none of which a generated
+# credential is; anything else after a sensitive name stays masked.
+_PROSE_WORDS: Final = frozenset(
+    {
+        # articles, determiners, pronouns, negations
+        *("a", "an", "the", "this", "that", "these", "those", "it", "its", "there", "no", "not"),
+        *("none", "neither", "either", "nor", "any", "some", "each", "every", "all", "both", "only"),
+        # auxiliaries and the verbs validation messages start with
+        *("is", "are", "was", "were", "be", "been", "has", "have", "had", "does", "do", "did"),
+        *("must", "should", "can", "cannot", "could", "will", "would", "may", "might", "shall"),
+        *("needs", "requires", "expects", "contains", "looks", "seems", "exceeds", "matches"),
+        # the participles and adjectives vendors open their messages with
+        *("specified", "given", "provided", "supplied", "required", "expected", "missing", "expired"),
+        *("invalid", "incorrect", "malformed", "empty", "unknown", "unsupported", "too", "already"),
+        # prepositions and conjunctions
+        *("of", "for", "to", "in", "on", "at", "by", "with", "from", "and", "or", "but", "if", "when"),
+    }
+)
+# Only after a bare name and a colon with a space ("name: "): ``name=``, ``"name": `` (JSON) and
+# ``name:value`` always hold a value.
+_PROSE_SEPARATOR = re.compile(r"[ \t]*:[ \t]+")
+_SENTENCE_GOES_ON = re.compile(r"[ \t]+[A-Za-z]")
 _QUOTED_GROUPS: Final = (("dq", "dqv", "dqc"), ("sq", "sqv", "sqc"), ("eq", "eqv", "eqc"))
 _SECRET_OPERATION = re.compile(
     r"(?<![A-Za-z0-9_])operation\\?[\"']?[ \t]*[=:][ \t]*\\?[\"']?(?:"
@@ -223,6 +248,8 @@ def _masked_pair(match: re.Match[str], spans: list[tuple[int, int]]) -> str | No
         )
         if not secret_update_value:
             return None
+    elif _reads_as_prose(match):
+        return None
     head = f"{name}{match.group('sep')}"
     for opening, value, closing in _QUOTED_GROUPS:
         if match.group(opening) is not None:
@@ -232,6 +259,19 @@ def _masked_pair(match: re.Match[str], spans: list[tuple[int, int]]) -> str | No
     if match.group("bare") == _MASK:
         return match.group(0)
     return f"{head}{_MASK}"
+
+
+def _reads_as_prose(match: re.Match[str]) -> bool:
+    """``/accessToken: is neither an access token nor a webhook URL``: the words after the name are a
+    sentence about it. Only a bare prose word after ``": "``, with more words following on the line; a
+    lone word (``token: is``) is masked, since a value may be any word."""
+    bare = match.group("bare")
+    return (
+        bare is not None
+        and bare.lower() in _PROSE_WORDS
+        and _PROSE_SEPARATOR.fullmatch(match.group("sep")) is not None
+        and _SENTENCE_GOES_ON.match(match.string, match.end()) is not None
+    )
 
 
 # --------------------------------------------------------------------------- URLs

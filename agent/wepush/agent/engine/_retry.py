@@ -14,7 +14,10 @@ __all__ = ["AUTH_CATEGORIES", "RetryRules", "item_state_for"]
 
 AUTH_CATEGORIES = frozenset({ErrorCategory.AUTHENTICATION, ErrorCategory.AUTHORIZATION})
 
-# The provider may have delivered the message: the outcome cannot be called a failure.
+# The provider may have delivered the message: the outcome cannot be called a failure, and an item
+# ending FAILED would be sent twice by "resend the failed items". Providers say "may have been
+# delivered" with UNKNOWN (a connection lost after the request went out, an unreadable answer) or
+# TIMEOUT; NETWORK means nothing reached the vendor (refused, unresolvable, TLS failed), so it is FAILED.
 _AMBIGUOUS = frozenset({ErrorCategory.TIMEOUT, ErrorCategory.CANCELLED, ErrorCategory.UNKNOWN})
 
 # Retried only when the policy lists them explicitly (the default policy does not).

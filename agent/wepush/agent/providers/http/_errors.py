@@ -12,6 +12,11 @@ claimed category is reachable. Decisions worth knowing:
 * A transport failure after the request may have reached the vendor (read
   timeout, disconnect mid-response) is only marked retryable for idempotent
   methods, so a POST is never silently sent twice.
+* A connection lost mid-request is ``UNKNOWN``, not ``NETWORK``: the vendor may
+  have read the whole request and acted on it, so the item must end UNKNOWN
+  ("may have been sent"), never FAILED, where "resend the failed items" would
+  send it twice. ``NETWORK`` is kept for failures before anything was sent
+  (DNS, refused connection, TLS handshake).
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ HTTP_ERROR_TABLE: Mapping[str, ErrorMapping] = MappingProxyType(
             _row("HTTP_RECIPIENT_VALUE_INVALID", C.RECIPIENT_INVALID, False),
             _row("HTTP_CONNECT_FAILED", C.NETWORK, True),
             _row("HTTP_TLS_FAILED", C.NETWORK, False),
-            _row("HTTP_CONNECTION_LOST", C.NETWORK, False),
+            _row("HTTP_CONNECTION_LOST", C.UNKNOWN, False),
             _row("HTTP_PROTOCOL_ERROR", C.UNKNOWN, False),
             _row("HTTP_CONNECT_TIMEOUT", C.TIMEOUT, True),
             _row("HTTP_TIMEOUT", C.TIMEOUT, False),

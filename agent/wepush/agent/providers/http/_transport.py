@@ -128,6 +128,8 @@ def classify_exception(exc: BaseException, method: str, origin: str) -> Transpor
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         return _failure("HTTP_TIMEOUT", f"{method} to {origin} timed out", retryable=idempotent)
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | aiohttp.ClientOSError):
+        # The connection was up (connect failures are caught above): the request may have been read
+        # and acted on, so this is an UNKNOWN outcome, never a plain NETWORK failure.
         return _failure(
             "HTTP_CONNECTION_LOST", f"connection to {origin} was lost mid-request", retryable=idempotent
         )

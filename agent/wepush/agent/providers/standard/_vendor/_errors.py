@@ -54,7 +54,10 @@ def transport_rows(prefix: str, *, timeout_retryable: bool = False) -> tuple[Err
     """Outcomes decided before or around the vendor's answer, shared by every HTTP vendor.
 
     A read timeout or a connection lost mid-request may hide a delivered message,
-    so neither is retried unless the vendor deduplicates (``timeout_retryable``).
+    so neither is retried unless the vendor deduplicates (``timeout_retryable``),
+    and both end the item UNKNOWN rather than FAILED: the lost connection is
+    category UNKNOWN, because NETWORK means nothing reached the vendor (its
+    items end FAILED, and resending those must not duplicate a message).
     """
     p = prefix
     return (
@@ -62,7 +65,7 @@ def transport_rows(prefix: str, *, timeout_retryable: bool = False) -> tuple[Err
         row(f"{p}_TLS_FAILED", C.NETWORK, "TLS handshake with the vendor failed", retryable=False),
         row(
             f"{p}_CONNECTION_LOST",
-            C.NETWORK,
+            C.UNKNOWN,
             "the connection dropped mid-request; the message may have been delivered",
             retryable=False,
         ),

@@ -6,7 +6,9 @@ credentials, 550/551/553 (or an enhanced ``5.1.x``) at RCPT reject the
 recipient, ``5.7.x`` at RCPT is a relay/policy refusal, a 5xx at MAIL FROM blames
 the sender configuration; any other 4xx is temporary and any other 5xx permanent.
 A failure before DATA is safe to retry; after DATA started the message may have
-been accepted, so such failures are never retried.
+been accepted, so such failures are never retried and end the item UNKNOWN: a
+connection dropped during DATA is category UNKNOWN, where one dropped before it
+(nothing was handed over) is NETWORK.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ SMTP_TABLE = ErrorTable(
         row("SMTP_DISCONNECTED", C.NETWORK, "the connection dropped before DATA; nothing was sent"),
         row(
             "SMTP_CONNECTION_LOST",
-            C.NETWORK,
+            C.UNKNOWN,
             "the connection dropped during DATA; the message may have been accepted",
             retryable=False,
         ),
