@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
-from wepush.sdk.remote import InvalidResponse, ResourceInUse, WePushClient
+from wepush.sdk.remote import InvalidRequest, InvalidResponse, ResourceInUse, WePushClient
 
 from ._service import WS, ScriptedService, problem, reply, ws_path
 
@@ -112,7 +113,7 @@ def test_workspace_audit_events_are_searched_with_every_filter(
             resource_type="ACCOUNT",
             resource_id="acc-1",
             occurred_after=after,
-            occurred_before=datetime(2026, 9, 1, tzinfo=UTC),
+            occurred_before=datetime(2026, 9, 1, 8, tzinfo=timezone(timedelta(hours=8))),
         )
     )
 
@@ -122,10 +123,49 @@ def test_workspace_audit_events_are_searched_with_every_filter(
     assert first.query["actorId"] == "tok-1"
     assert first.query["resourceType"] == "ACCOUNT"
     assert first.query["resourceId"] == "acc-1"
-    assert first.query["occurredAfter"].startswith("2026-08-01T00:00:00")
-    assert first.query["occurredBefore"].startswith("2026-09-01T00:00:00")
+    # RFC 3339 in UTC, as the Service requires ("+0000" without its colon is refused).
+    assert first.query["occurredAfter"] == "2026-08-01T00:00:00.000000Z"
+    assert first.query["occurredBefore"] == "2026-09-01T00:00:00.000000Z"
     assert second.query["cursor"] == "c-2"
     assert second.query["action"] == "account.update"
+
+
+NAIVE = datetime(2026, 8, 1)  # no zone: local time or UTC, nobody can tell
+
+NAIVE_FILTERS: dict[str, tuple[Callable[[WePushClient], Any], str]] = {
+    "runs created after": (lambda c: c.workspace(WS).runs.list(created_after=NAIVE), "created_after"),
+    "runs created before": (
+        lambda c: list(c.workspace(WS).runs.iterate(created_before=NAIVE)),
+        "created_before",
+    ),
+    "workspace audit": (lambda c: c.workspace(WS).audit.list(occurred_after=NAIVE), "occurred_after"),
+    "system audit": (lambda c: list(c.audit.iterate(occurred_before=NAIVE)), "occurred_before"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NAIVE_FILTERS))
+def test_a_naive_date_filter_is_refused_before_it_is_sent(
+    service: ScriptedService, client: WePushClient, case: str
+) -> None:
+    call, argument = NAIVE_FILTERS[case]
+
+    with pytest.raises(InvalidRequest) as raised:
+        call(client)
+
+    assert [(e.field, e.code) for e in raised.value.errors] == [(argument, "INVALID")]
+    assert "timezone-aware" in str(raised.value)
+    assert service.requests == []
+
+
+def test_a_date_filter_before_the_year_1000_is_sent_as_rfc_3339(
+    service: ScriptedService, client: WePushClient
+) -> None:
+    service.script("GET", ws_path("runs"), reply(200, page([])))
+
+    client.workspace(WS).runs.list(created_after=datetime.min.replace(tzinfo=UTC))
+
+    # strftime would write "1-01-01"; every run is younger than the bound sent instead.
+    assert service.seen("GET", ws_path("runs"))[0].query["createdAfter"] == "1000-01-01T00:00:00.000000Z"
 
 
 def test_system_audit_events_and_info_live_on_the_client(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import pickle
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -70,4 +73,47 @@ def test_the_request_is_refused_before_it_is_sent(
     assert SECRET not in str(error)
     assert SECRET not in repr(error)
     assert error.__context__ is None
+    assert service.requests == []
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and every error a traceback printer or error tracker would show with it."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+ACCOUNT_CONFIG = {"baseUrl": "https://api.example.com", "auth": {"type": "BEARER", "token": {"$secret": "t"}}}
+# Long enough that pydantic's own error quotes its first and last characters (input_value='TOPSECRET-xx...').
+LONG_SECRET = {"t": {"operation": "REPLACE", "value": "TOPSECRET-" + "x" * 70_000}}
+SECRET_BODIES: dict[str, Callable[[WorkspaceClient], Any]] = {
+    "create": lambda ws: ws.accounts.create(
+        {"name": "a", "providerId": "wepush.http", "config": ACCOUNT_CONFIG, "secrets": LONG_SECRET}
+    ),
+    "update": lambda ws: ws.accounts.update(
+        "acc-1", {"name": "a", "config": ACCOUNT_CONFIG, "secrets": LONG_SECRET, "version": 1}
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECRET_BODIES))
+def test_a_refused_secret_leaves_no_trace_in_the_error_chain_or_the_logs(
+    service: ScriptedService, client: WePushClient, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    with pytest.raises(InvalidRequest) as raised:
+        SECRET_BODIES[case](client.workspace(WS))
+
+    error = raised.value
+    assert [(e.field, e.message) for e in error.errors] == [
+        ("/secrets/t/value", "must satisfy maxLength=65536")
+    ]
+    assert _chain(error) == [error]
+    shown = "".join(traceback.format_exception(error)) + repr(error) + repr(pickle.loads(pickle.dumps(error)))
+    assert "TOPSECRET" not in shown
+    assert "TOPSECRET" not in caplog.text
     assert service.requests == []

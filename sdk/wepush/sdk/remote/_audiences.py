@@ -103,6 +103,7 @@ class AudiencesClient(WorkspaceResource):
         *,
         file_format: str = "CSV",
         content_encoding: str | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """Stream the import file (a path, bytes or a binary stream) in chunks; a path or a stream is never
         held whole in memory.
@@ -115,6 +116,10 @@ class AudiencesClient(WorkspaceResource):
         or a seekable stream (rewound to where it stood). A stream that cannot rewind (a pipe) is not
         retried. No upload is retried after a network error (TransportError): read the import's state
         before uploading again.
+
+        The Service answers once it has read and checked the whole file; ``timeout`` (seconds per read or
+        write) replaces the client's ``request_timeout`` for this upload, for a file that takes longer.
+        A timeout is a TransportError too, and the import may still end STAGED: read its state.
         """
         try:
             media_type = _MEDIA_TYPES[file_format.upper()]
@@ -126,6 +131,7 @@ class AudiencesClient(WorkspaceResource):
             source,
             content_type=media_type,
             content_encoding=content_encoding,
+            timeout=timeout,
         )
         return AudienceImport.from_dict(document)
 
@@ -133,29 +139,47 @@ class AudiencesClient(WorkspaceResource):
         """Up to 20 accepted and 20 rejected rows (``AudienceImportPreview``)."""
         return self._api.get_audience_import_preview(self._workspace_id, audience_id, import_id)
 
-    def download_errors(self, audience_id: str, import_id: str, dest: Destination) -> Download:
-        """Stream every rejected row as CSV into ``dest`` (a path or a writable binary stream)."""
+    def download_errors(
+        self, audience_id: str, import_id: str, dest: Destination, *, timeout: float | None = None
+    ) -> Download:
+        """Stream every rejected row as CSV into ``dest`` (a path or a writable binary stream).
+
+        ``timeout`` (seconds to wait for the answer and each further chunk) replaces the client's
+        ``request_timeout`` for this download.
+        """
         return download(
             self._session,
             self._path("audiences", audience_id, "imports", import_id, "errors"),
             dest,
             accept="text/csv",
+            timeout=timeout,
         )
 
     def commit_import(
-        self, audience_id: str, import_id: str, *, version: int, idempotency_key: str | None = None
+        self,
+        audience_id: str,
+        import_id: str,
+        *,
+        version: int,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """Commit a STAGED import as a new ``AudienceSnapshot``.
 
         ``version`` is the audience version the import was prepared against; 409 VERSION_CONFLICT when the
-        audience changed since, IMPORT_STATE_CONFLICT when the import is not STAGED.
+        audience changed since, IMPORT_STATE_CONFLICT when the import is not STAGED. A commit of millions
+        of rows takes a while: ``timeout`` (seconds to wait for the answer) replaces the client's
+        ``request_timeout`` for it. The commit carries an idempotency key, so one that timed out is sent
+        again as the retry policy allows and answers with the same snapshot.
         """
+        limits = self._session.timeouts.for_call(timeout)
         return self._api.commit_audience_import(
             self._workspace_id,
             audience_id,
             import_id,
             build(AudienceImportCommit, version=version),
             idempotency_key=new_idempotency_key(idempotency_key),
+            _request_timeout=(limits.connect, limits.request),
         )
 
     def discard_import(self, audience_id: str, import_id: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from typing_extensions import Unpack
 
@@ -12,13 +12,17 @@ from wepush_client import AuditApi
 from wepush_client.models import AuditEvent, AuditEventPage
 
 from ._session import Session
-from ._support import Resource, WorkspaceResource, iterate_pages
+from ._support import Resource, WorkspaceResource, iterate_pages, utc_instant
 
 __all__ = ["AuditClient", "AuditFilters", "SystemAuditClient"]
 
 
 class AuditFilters(TypedDict, total=False):
-    """Filters of an audit search; all given ones must match."""
+    """Filters of an audit search; all given ones must match.
+
+    ``occurred_after`` and ``occurred_before`` are exclusive bounds and must be timezone-aware datetimes
+    (a naive one is refused with ``InvalidRequest``); they are sent in UTC.
+    """
 
     action: str
     """Dotted action name, for example ``account.update``, ``run.cancel``, ``token.revoke``."""
@@ -26,8 +30,19 @@ class AuditFilters(TypedDict, total=False):
     resource_type: str
     """For example ``ACCOUNT``."""
     resource_id: str
+    outcome: str
+    """``SUCCESS``, ``DENIED`` (the refused attempts) or ``FAILED``."""
     occurred_after: datetime
     occurred_before: datetime
+
+
+def _wire_filters(filters: AuditFilters) -> dict[str, Any]:
+    """The filters as the generated operation takes them, with the time bounds in UTC."""
+    wire: dict[str, Any] = dict(filters)
+    for bound in ("occurred_after", "occurred_before"):
+        if bound in wire:
+            wire[bound] = utc_instant(bound, wire[bound])
+    return wire
 
 
 class AuditClient(WorkspaceResource):
@@ -41,7 +56,9 @@ class AuditClient(WorkspaceResource):
         self, *, limit: int | None = None, cursor: str | None = None, **filters: Unpack[AuditFilters]
     ) -> AuditEventPage:
         """One page; pass ``page.next_cursor`` back as ``cursor`` with the same filters for the next."""
-        return self._api.list_audit_events(self._workspace_id, limit=limit, cursor=cursor, **filters)
+        return self._api.list_audit_events(
+            self._workspace_id, limit=limit, cursor=cursor, **_wire_filters(filters)
+        )
 
     def iterate(
         self, *, page_size: int | None = None, **filters: Unpack[AuditFilters]
@@ -63,7 +80,7 @@ class SystemAuditClient(Resource):
     def list(
         self, *, limit: int | None = None, cursor: str | None = None, **filters: Unpack[AuditFilters]
     ) -> AuditEventPage:
-        return self._api.list_system_audit_events(limit=limit, cursor=cursor, **filters)
+        return self._api.list_system_audit_events(limit=limit, cursor=cursor, **_wire_filters(filters))
 
     def iterate(
         self, *, page_size: int | None = None, **filters: Unpack[AuditFilters]

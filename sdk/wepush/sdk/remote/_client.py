@@ -6,7 +6,7 @@ from types import TracebackType
 from typing import Self
 from urllib.parse import urlsplit
 
-from wepush_client.models import SystemInfo
+from wepush_client.models import HealthStatus, SystemInfo
 
 from ._accounts import AccountsClient
 from ._audiences import AudiencesClient
@@ -72,8 +72,10 @@ class WePushClient:
     after network errors with exponential backoff and jitter, at most ``max_retries`` times; 429/503
     after their ``Retry-After`` when it is at most ``max_retry_wait`` seconds. Use it as a context
     manager, or call :meth:`close`, to release its connection pools. Beside :meth:`workspace` it offers
-    ``workspaces``, ``providers``, ``agents``, ``audit`` (system-wide audit events) and
-    :meth:`system_info`::
+    ``workspaces``, ``providers``, ``agents``, ``audit`` (system-wide audit events), :meth:`system_info`
+    and the health probes :meth:`liveness` and :meth:`readiness`. Uploads, downloads and an import's
+    commit also take a ``timeout`` of their own, for files that need longer than ``request_timeout``.
+    For example::
 
         with WePushClient("https://wepush.example.com", token=lambda: vault.current()) as client:
             runs = client.workspace(workspace_id).runs
@@ -126,6 +128,24 @@ class WePushClient:
     def system_info(self) -> SystemInfo:
         """The Service's version, API version and mode (``SystemInfo``)."""
         return self._system.info()
+
+    def liveness(self, *, timeout: float | None = None) -> HealthStatus:
+        """``GET /health/live``: ``HealthStatus`` UP while the process and its core tasks are alive.
+
+        Sent once, without the token and without retries; a Service that cannot be reached raises
+        ``TransportError``. ``timeout`` replaces ``request_timeout`` for this call.
+        """
+        return self._system.liveness(timeout=timeout)
+
+    def readiness(self, *, timeout: float | None = None) -> HealthStatus:
+        """``GET /health/ready``: ``HealthStatus`` with one entry per check (database, migrations, secrets,
+        artifacts, providers).
+
+        A Service that is not ready answers 503 with the same document: it is returned with status DOWN
+        (its ``checks`` say which are DOWN and why), not raised. Sent once, without the token and without
+        retries; ``timeout`` replaces ``request_timeout`` for this call.
+        """
+        return self._system.readiness(timeout=timeout)
 
     def workspace(self, workspace_id: str) -> WorkspaceClient:
         return WorkspaceClient(self._session, workspace_id, self.agents)

@@ -21,7 +21,7 @@ from ._events import AsyncEventSubscription, EventSubscription
 from ._retry import ReconnectPolicy
 from ._session import Session
 from ._streams import Destination, Download, download
-from ._support import Body, WorkspaceResource, as_model, iterate_pages, new_idempotency_key
+from ._support import Body, WorkspaceResource, as_model, iterate_pages, new_idempotency_key, utc_instant
 from ._validation import build
 
 __all__ = ["ByteRange", "RunsClient"]
@@ -93,15 +93,19 @@ class RunsClient(WorkspaceResource):
         created_after: datetime | None = None,
         created_before: datetime | None = None,
     ) -> Any:
-        """One ``RunPage``, newest first; ``state`` matches any of the given RunStates."""
+        """One ``RunPage``, newest first; ``state`` matches any of the given RunStates.
+
+        ``created_after`` (inclusive) and ``created_before`` must be timezone-aware datetimes (a naive one is
+        refused with ``InvalidRequest``); they are sent in UTC.
+        """
         return self._api.list_runs(
             self._workspace_id,
             limit=limit,
             cursor=cursor,
             state=None if state is None else [*state],
             job_id=job_id,
-            created_after=created_after,
-            created_before=created_before,
+            created_after=utc_instant("created_after", created_after),
+            created_before=utc_instant("created_before", created_before),
         )
 
     def iterate(
@@ -185,11 +189,19 @@ class RunsClient(WorkspaceResource):
         return iterate_pages(lambda cursor: self.list_artifacts(run_id, limit=page_size, cursor=cursor))
 
     def download_artifact(
-        self, run_id: str, artifact_id: str, dest: Destination, *, range: ByteRange | None = None
+        self,
+        run_id: str,
+        artifact_id: str,
+        dest: Destination,
+        *,
+        range: ByteRange | None = None,
+        timeout: float | None = None,
     ) -> Download:
         """Stream an artifact (or one byte range of it) into ``dest``; resumes after a dropped connection.
 
-        409 ARTIFACT_NOT_READY (``Conflict``) while the artifact is still being written.
+        409 ARTIFACT_NOT_READY (``Conflict``) while the artifact is still being written. ``timeout``
+        (seconds to wait for the answer and each further chunk) replaces the client's ``request_timeout``
+        for this download.
         """
         first, last = _parse_range(range)
         return download(
@@ -198,6 +210,7 @@ class RunsClient(WorkspaceResource):
             dest,
             first=first,
             last=last,
+            timeout=timeout,
         )
 
     def event_log(

@@ -25,6 +25,8 @@ from ._validation import guarded_deserializer
 __all__ = ["USER_AGENT", "Session", "Timeouts"]
 
 USER_AGENT = "wepush-sdk-python/1"
+#: How a date filter is written in a query string; the value is always in UTC by then.
+QUERY_DATETIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,14 @@ class Timeouts:
 
     def httpx(self, *, read: float | None = None) -> httpx.Timeout:
         return httpx.Timeout(self.request if read is None else read, connect=self.connect)
+
+    def for_call(self, timeout: float | None) -> Timeouts:
+        """These timeouts with one call's own ``timeout`` (seconds per read) in place of ``request``."""
+        if timeout is None:
+            return self
+        if not timeout > 0:  # also refuses NaN
+            raise ValueError("timeout must be > 0 seconds")
+        return Timeouts(connect=self.connect, request=timeout)
 
 
 @dataclass(slots=True, repr=False)
@@ -59,6 +69,9 @@ class Session:
         # urllib3's own retries are off (retries=False): the policy is applied once, in RetryingRestClient.
         # No access_token is configured: RetryingRestClient sets Authorization on every attempt.
         configuration = Configuration(host=self.endpoint, retries=False)
+        # The generated default "%Y-%m-%dT%H:%M:%S.%f%z" writes "+0000", which is no RFC 3339 and which the
+        # Service refuses. Every date filter reaches the generated client in UTC (utc_instant), so "Z".
+        configuration.datetime_format = QUERY_DATETIME_FORMAT
         self.api_client = ApiClient(configuration)
         self.api_client.user_agent = USER_AGENT
         # An answer the models refuse is the Service's fault (InvalidResponse), never the caller's.

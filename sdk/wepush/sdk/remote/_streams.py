@@ -94,19 +94,22 @@ def upload(
     *,
     content_type: str,
     content_encoding: str | None = None,
+    timeout: float | None = None,
 ) -> Any:
     """PUT ``source`` to ``path`` in chunks; returns the decoded JSON answer.
 
     429 and 503 are retried as the policy allows when the body can be sent again (a path, bytes or a
     seekable stream); a one-shot stream's 429/503, and every network error, are raised at once.
+    ``timeout`` (seconds per read or write) replaces the client's ``request_timeout`` for this upload.
     """
+    limits = session.timeouts.for_call(timeout).httpx()
     opener, replayable = _opener(source)
     sent = {"Content-Type": content_type, "Accept": "application/json"}
     if content_encoding is not None:
         sent["Content-Encoding"] = content_encoding
     attempt = 0
     while True:
-        response = _put_once(session, path, opener, sent, attempt)
+        response = _put_once(session, path, opener, sent, attempt, limits)
         if 200 <= response.status_code < 300:
             break
         retry_after = parse_retry_after(response.headers.get("Retry-After"), now=session.now())
@@ -126,12 +129,12 @@ def upload(
 
 
 def _put_once(
-    session: Session, path: str, opener: Opener, sent: dict[str, str], attempt: int
+    session: Session, path: str, opener: Opener, sent: dict[str, str], attempt: int, limits: httpx.Timeout
 ) -> httpx.Response:
     with contextlib.ExitStack() as stack:
         headers = session.auth_headers(**sent)
         try:
-            return session.http.request("PUT", path, content=opener(stack), headers=headers)
+            return session.http.request("PUT", path, content=opener(stack), headers=headers, timeout=limits)
         except httpx.TransportError as exc:
             raise TransportError(type(exc).__name__, method="PUT", path=path, attempts=attempt + 1) from exc
 
@@ -166,7 +169,13 @@ def _check_range(response: httpx.Response, expected_first: int | None, path: str
 
 
 def _stream_once(
-    session: Session, path: str, sink: IO[bytes], first: int | None, last: int | None, accept: str
+    session: Session,
+    path: str,
+    sink: IO[bytes],
+    first: int | None,
+    last: int | None,
+    accept: str,
+    limits: httpx.Timeout,
 ) -> tuple[httpx.Response, int]:
     """One GET; returns the response and the bytes written (raises mid-body on a dropped connection)."""
     headers = session.auth_headers(Accept=accept)
@@ -174,7 +183,7 @@ def _stream_once(
     if range_header:
         headers["Range"] = range_header
     written = 0
-    with session.http.stream("GET", path, headers=headers) as response:
+    with session.http.stream("GET", path, headers=headers, timeout=limits) as response:
         if not 200 <= response.status_code < 300:
             response.read()
             return response, 0
@@ -196,7 +205,13 @@ class _PartialBody(Exception):
 
 
 def _download_into(
-    session: Session, path: str, sink: IO[bytes], first: int | None, last: int | None, accept: str
+    session: Session,
+    path: str,
+    sink: IO[bytes],
+    first: int | None,
+    last: int | None,
+    accept: str,
+    limits: httpx.Timeout,
 ) -> Download:
     written = 0
     attempt = 0
@@ -204,7 +219,7 @@ def _download_into(
         ranged = first is not None or last is not None or written > 0
         start = (first or 0) + written if ranged else None
         try:
-            response, chunk = _stream_once(session, path, sink, start, last, accept)
+            response, chunk = _stream_once(session, path, sink, start, last, accept, limits)
         except (_PartialBody, *_RETRYABLE_HTTPX) as exc:
             written += exc.written if isinstance(exc, _PartialBody) else 0
             delay = session.retry.after_network_error(attempt, "GET", {}, session.rng)
@@ -242,6 +257,7 @@ def download(
     first: int | None = None,
     last: int | None = None,
     accept: str = "*/*",
+    timeout: float | None = None,
 ) -> Download:
     """GET ``path`` into ``dest`` (a file path, or a writable binary stream).
 
@@ -249,21 +265,23 @@ def download(
     download is complete: the bytes go to a temporary file beside it (mode 0600, as artifacts hold
     recipients' personal data), which then replaces it. A failed download (409 ARTIFACT_NOT_READY, a
     dropped connection after the last retry) therefore leaves no file that looks complete, and never
-    touches a file that was already there.
+    touches a file that was already there. ``timeout`` (seconds to wait for the answer and for each
+    further chunk) replaces the client's ``request_timeout`` for this download.
     """
+    limits = session.timeouts.for_call(timeout).httpx()
     if not isinstance(dest, (str, os.PathLike)):
-        return _download_into(session, path, dest, first, last, accept)
+        return _download_into(session, path, dest, first, last, accept, limits)
     given = Path(dest)
     if given.exists() and not given.is_file():
         # A device or a pipe (/dev/stdout): nothing to keep, nothing to replace.
         with open(given, "wb") as sink:
-            return _download_into(session, path, sink, first, last, accept)
+            return _download_into(session, path, sink, first, last, accept, limits)
     # Where open() would write: through a symbolic link, not over it.
     target = Path(os.path.realpath(given))
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     try:
         with os.fdopen(descriptor, "wb") as sink:
-            result = _download_into(session, path, sink, first, last, accept)
+            result = _download_into(session, path, sink, first, last, accept, limits)
         with contextlib.suppress(FileNotFoundError):
             # A file replaced keeps the permissions its owner gave it.
             os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from ._errors import InvalidResponse
+from ._errors import FieldError, InvalidRequest, InvalidResponse
 from ._session import Session
 from ._validation import check_body, guarded
 
@@ -18,6 +19,7 @@ __all__ = [
     "iterate_pages",
     "new_idempotency_key",
     "path_segment",
+    "utc_instant",
 ]
 
 #: A generated pydantic model instance, or the same document as a JSON-like mapping (camelCase keys).
@@ -40,6 +42,33 @@ def as_model(model: type[M], value: M | Mapping[str, Any]) -> M:
     if isinstance(value, Mapping):
         return check_body(model, value)
     return value
+
+
+#: strftime writes a year before 1000 without its leading zeros ("999-01-01"), which is no RFC 3339.
+#: The Service wrote every record it holds long after, so as a bound this instant selects the same ones.
+_EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)
+
+
+def utc_instant(argument: str, value: datetime | None) -> datetime | None:
+    """A date filter's bound in UTC, the zone the query string writes it in (``...Z``); None stays None.
+
+    A naive datetime is refused rather than guessed: ``datetime.now()`` is local time, and reading it as
+    UTC would silently shift the filter by the machine's offset.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        rule = (
+            "must be a timezone-aware datetime, such as datetime.now(UTC) or datetime(2027, 1, 1, tzinfo=UTC)"
+        )
+        raise InvalidRequest("date filter", [FieldError(field=argument, code="INVALID", message=rule)])
+    try:
+        return max(value.astimezone(UTC), _EARLIEST)
+    except OverflowError:
+        rule = "must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z once in UTC"
+        raise InvalidRequest(
+            "date filter", [FieldError(field=argument, code="OUT_OF_RANGE", message=rule)]
+        ) from None
 
 
 def path_segment(value: str) -> str:

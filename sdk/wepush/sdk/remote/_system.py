@@ -1,21 +1,27 @@
-"""Accessors outside any one workspace: workspaces, the provider catalog and the agent fleet."""
+"""Accessors outside any one workspace: workspaces, the provider catalog, the agent fleet, and what the
+Service says about itself (its version and its health probes)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import httpx
+
 from wepush_client import AgentsApi, HealthApi, ProvidersApi, WorkspacesApi
 from wepush_client.models import (
     AgentCredentialRotation,
     AgentDisable,
     EnrollmentTokenCreate,
+    HealthStatus,
     SystemInfo,
     WorkspaceCreate,
     WorkspaceMemberRoleUpdate,
     WorkspaceUpdate,
 )
 
+from ._errors import InvalidResponse, TransportError, problem_error_from_response
+from ._retry import parse_retry_after
 from ._session import Session
 from ._support import Body, Resource, as_model, iterate_pages, new_idempotency_key
 
@@ -115,8 +121,20 @@ class AgentsClient(Resource):
         return self._api.rotate_agent_credential(agent_id, agent_credential_rotation=body)
 
 
+_LIVE = "/health/live"
+_READY = "/health/ready"
+
+
+def _health_status(response: httpx.Response) -> HealthStatus | None:
+    try:
+        status: HealthStatus | None = HealthStatus.from_dict(response.json())
+    except (ValueError, TypeError):  # not JSON, or not the contract's shape (pydantic's is a ValueError)
+        return None
+    return status
+
+
 class SystemClient(Resource):
-    """What the Service says about itself; needs no token."""
+    """What the Service says about itself; needs no token (and the probes are sent without one)."""
 
     def __init__(self, session: Session) -> None:
         super().__init__(session)
@@ -125,3 +143,28 @@ class SystemClient(Resource):
     def info(self) -> SystemInfo:
         """``GET /system/info``: version, API version and mode (STANDALONE or SERVER)."""
         return self._api.get_system_info()
+
+    def probe(self, path: str, *, timeout: float | None = None) -> HealthStatus:
+        """One GET of a health probe, never retried: a probe reports how the Service is now.
+
+        Readiness answers 503 with the same body naming the checks that are DOWN: that is a result
+        (status DOWN), not an error. Any other failure is raised as for every call.
+        """
+        limits = self._session.timeouts.for_call(timeout).httpx()
+        try:
+            response = self._session.http.get(path, headers={"Accept": "application/json"}, timeout=limits)
+        except httpx.TransportError as exc:
+            raise TransportError(type(exc).__name__, method="GET", path=path, attempts=1) from exc
+        if response.status_code == 200 or (path == _READY and response.status_code == 503):
+            status = _health_status(response)
+            if status is None:
+                raise InvalidResponse(f"GET {path} answered {response.status_code} without a health status")
+            return status
+        retry_after = parse_retry_after(response.headers.get("Retry-After"), now=self._session.now())
+        raise problem_error_from_response(response.status_code, response.content, retry_after=retry_after)
+
+    def liveness(self, *, timeout: float | None = None) -> HealthStatus:
+        return self.probe(_LIVE, timeout=timeout)
+
+    def readiness(self, *, timeout: float | None = None) -> HealthStatus:
+        return self.probe(_READY, timeout=timeout)

@@ -2,8 +2,12 @@
 
 The generated client validates with pydantic, whose errors quote the submitted value (an account secret,
 a recipient's data) and are no :class:`WePushError`. Everything here turns them into ``InvalidRequest``
-naming the location and the rule only, and raises it outside the ``except`` block so the original error
-is not even kept as ``__context__`` for a traceback printer or error tracker to show.
+naming the location and the rule only, with the Service's code and words for it (:mod:`._wording`), and
+raises it outside the ``except`` block so the original error is not even kept as ``__context__`` for a
+traceback printer or error tracker to show.
+
+A body is checked as the Service checks it: its top-level ``name`` is put in Unicode normal form C
+first, so a name is measured as the Service measures (and stores) it.
 
 A body given as a mapping is also checked for keys the model does not know: the generated ``from_dict``
 keeps only the keys it knows, so a misspelt optional field would otherwise be dropped without a word
@@ -15,12 +19,14 @@ from __future__ import annotations
 import inspect
 import types
 import typing
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
 from ._errors import FieldError, InvalidRequest, InvalidResponse, WePushError
+from ._wording import INVALID, rule
 
 __all__ = ["build", "check_body", "guarded", "guarded_deserializer"]
 
@@ -28,10 +34,6 @@ T = TypeVar("T")
 
 #: pydantic's error ``loc`` parts, as the JSON pointer's reference tokens.
 Location = Sequence[str | int]
-
-# A oneOf model's message appends each alternative's pydantic error, which quotes the submitted value.
-_DETAILS = " Details:"
-_MAX_MESSAGE = 200
 
 
 def _escape(token: str | int) -> str:
@@ -43,22 +45,19 @@ def pointer(location: Location, prefix: str = "") -> str:
     return prefix + "".join("/" + _escape(token) for token in location)
 
 
-def _safe_message(message: str) -> str:
-    return message.split(_DETAILS, 1)[0][:_MAX_MESSAGE]
-
-
 def _errors_of(exc: ValidationError) -> list[dict[str, Any]]:
-    return [dict(e) for e in exc.errors(include_input=False, include_url=False, include_context=False)]
+    return [dict(e) for e in exc.errors(include_input=False, include_url=False, include_context=True)]
 
 
 def _field_errors(exc: ValidationError, prefix: str, given: Any = None) -> list[FieldError]:
     errors = []
     for error in _errors_of(exc):
-        code, message = error["type"], _safe_message(error["msg"])
         if given is not None and not _present(given, error["loc"]):
             # The generated from_dict passes an absent key on as None, which pydantic calls a type error.
-            code, message = "missing", "Field required"
-        errors.append(FieldError(field=pointer(error["loc"], prefix) or "(body)", code=code, message=message))
+            error["type"] = "missing"
+        errors.append(
+            FieldError(field=pointer(error["loc"], prefix) or "(body)", code=INVALID, message=rule(error))
+        )
     return errors
 
 
@@ -147,13 +146,49 @@ def _unlocated(model: type[BaseModel], document: Mapping[str, Any]) -> list[Fiel
     found = _first_failing(model, document, _is_one_of)
     if found is not None:
         at, candidate, _ = found
-        schemas = ", ".join(sorted(candidate.model_fields["one_of_schemas"].default or ()))
-        return [
-            FieldError(field=at or "(body)", code="one_of", message=f"must match exactly one of {schemas}")
-        ]
+        return _one_of_errors(candidate, _resolve(document, at), at)
     return [
-        FieldError(field="(body)", code="shape", message="an object or array is not where the model has one")
+        FieldError(field="(body)", code=INVALID, message="an object or array is not where the model has one")
     ]
+
+
+def _alternatives(one_of: type[BaseModel]) -> list[type[BaseModel]]:
+    """The models a generated oneOf model chooses from (its ``oneof_schema_<n>_validator`` fields)."""
+    return [
+        option
+        for name, field in one_of.model_fields.items()
+        if name.startswith("oneof_schema_")
+        for option in typing.get_args(field.annotation)
+        if isinstance(option, type) and issubclass(option, BaseModel)
+    ]
+
+
+def _ruled_out(failure: ValidationError) -> bool:
+    """Whether an alternative failed on a constant member (``operation``), so the value was never meant
+    for it. The generated models check a one-value enum with a ValueError naming the enum values."""
+    return any(
+        len(error["loc"]) == 1
+        and (error["type"] in ("enum", "literal_error") or "must be one of enum values" in error["msg"])
+        for error in _errors_of(failure)
+    )
+
+
+def _one_of_errors(one_of: type[BaseModel], value: Any, at: str) -> list[FieldError]:
+    """Why ``value`` matches none of a oneOf's alternatives, as the Service reports it: an object is
+    measured against the one alternative its constant member points to (``/secrets/t/value: must
+    satisfy maxLength=65536``); anything else says what all of them need."""
+    field = at or "(body)"
+    if not isinstance(value, Mapping):
+        return [FieldError(field=field, code=INVALID, message='must satisfy type="object"')]
+    meant = []
+    for option in _alternatives(one_of):
+        failure = _fails(option, value)
+        if isinstance(failure, ValidationError) and not _ruled_out(failure):
+            meant.append(failure)
+    if len(meant) == 1:
+        return _field_errors(meant[0], at, value)
+    schemas = ", ".join(sorted(one_of.model_fields["one_of_schemas"].default or ()))
+    return [FieldError(field=field, code=INVALID, message=f"must match exactly one of {schemas}")]
 
 
 def _resolve(document: Any, at: str) -> Any:
@@ -186,10 +221,24 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray)
 
 
+def _composed_name(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``document`` whose top-level ``name`` is in Unicode normal form C.
+
+    The Service composes every request body's top-level ``name`` before it checks the body, and stores it
+    so: "é" typed as ``e`` + U+0301 is one character of the name, not two. Checked uncomposed, a name of
+    150 such letters would be refused here for 300 characters while the Service accepts it.
+    """
+    given = dict(document)
+    name = given.get("name")
+    if isinstance(name, str) and not name.isascii():
+        given["name"] = unicodedata.normalize("NFC", name)
+    return given
+
+
 def check_body(model: type[T], document: Mapping[str, Any]) -> T:
     """``model.from_dict(document)``, refusing with InvalidRequest what it would reject or drop."""
     pydantic_model = cast(type[BaseModel], model)
-    given = dict(document)
+    given = _composed_name(document)
     problems: list[FieldError]
     try:
         built = pydantic_model.from_dict(given)  # type: ignore[attr-defined]
@@ -199,7 +248,7 @@ def check_body(model: type[T], document: Mapping[str, Any]) -> T:
         problems = _unlocated(pydantic_model, given)
     else:
         problems = [
-            FieldError(field=where, code="unknown_field", message="is not a field of this body")
+            FieldError(field=where, code=INVALID, message="is not a field of this body")
             for where in _unknown_keys(given, built.to_dict(), "")
         ]
     if problems:
@@ -216,8 +265,8 @@ def build(model: Callable[..., T], **fields: Any) -> T:
         problems = [
             FieldError(
                 field=".".join(str(t) for t in e["loc"]) or "(body)",
-                code=e["type"],
-                message=_safe_message(e["msg"]),
+                code=INVALID,
+                message=rule(e),
             )
             for e in _errors_of(exc)
         ]
@@ -239,7 +288,7 @@ def _argument_errors(function: Any, exc: ValidationError) -> list[FieldError]:
         if location and isinstance(location[0], int) and location[0] < len(names):
             location[0] = names[location[0]]
         field = ".".join(str(token) for token in location) or "(arguments)"
-        errors.append(FieldError(field=field, code=error["type"], message=_safe_message(error["msg"])))
+        errors.append(FieldError(field=field, code=INVALID, message=rule(error)))
     return errors
 
 
@@ -267,7 +316,7 @@ class _Guarded:
                 problems = _argument_errors(unbound, exc)
             except ValueError:
                 # The generated serializer's own checks; their text may quote a value, so say less.
-                problems = [FieldError(field="(arguments)", code="value_error", message="not accepted")]
+                problems = [FieldError(field="(arguments)", code=INVALID, message="not accepted")]
             raise InvalidRequest(f"arguments of {name}", problems)
 
         return operation
