@@ -38,6 +38,7 @@ async def test_connection_test_uses_the_stored_secret_and_is_never_implicit(tmp_
         assert response.status_code == 200
         result = response.json()
         assert result["ok"] is True
+        assert result["checked"] is True  # the HTTP provider reached the endpoint
         assert "category" not in result
         assert result["latencyMs"] >= 0
         assert vendor.seen_authorization == [f"Bearer {SECRET_VALUE}"]
@@ -135,3 +136,27 @@ async def test_a_credential_pasted_into_the_base_url_query_is_refused_unechoed(t
         assert SECRET_VALUE not in response.text
         listed = await app.client.get(accounts_url(ws), headers=app.admin())
         assert listed.json()["items"] == []
+
+
+async def test_a_valid_bot_account_passes_and_says_the_vendor_was_not_contacted(tmp_path: Path) -> None:
+    """Feishu's bot has no call without a side effect: a valid account is ok, unchecked, not a failure."""
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        created = await create_account(
+            app,
+            ws,
+            {
+                "name": "team bot",
+                "providerId": "wepush.feishu-bot",
+                "config": {"webhook": {"$secret": "feishu-webhook"}},
+                "secrets": {"feishu-webhook": {"operation": "REPLACE", "value": "0123456789abcdef0123"}},
+            },
+        )
+        response = await app.client.post(
+            accounts_url(ws, created["id"], "connection-test"), headers=app.admin()
+        )
+
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["ok"], body["checked"], "category" in body) == (True, False, False)
+    assert "no side-effect-free check" in body["message"]

@@ -138,6 +138,9 @@ class ConnectionTestResult:
     category: ErrorCategory | None = None
     message: str = ""
     latency_ms: int | None = None
+    checked: bool = True
+    """False when the channel has no side-effect-free call to make: ``ok`` then only says that the
+    configuration and secrets are valid, nothing was sent to the vendor."""
 
 
 class CancellationToken:

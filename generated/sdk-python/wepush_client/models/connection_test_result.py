@@ -29,11 +29,12 @@ class ConnectionTestResult(BaseModel):
     """
     Outcome of an explicit connection test; `message` is redacted and never contains secrets.
     """ # noqa: E501
-    ok: StrictBool = Field(json_schema_extra={"examples": [False]})
+    ok: StrictBool = Field(description="Nothing wrong was found (see `checked` for how far the test went).", json_schema_extra={"examples": [False]})
+    checked: Optional[StrictBool] = Field(default=None, description="Whether the provider reached the vendor. False for a channel without a side-effect-free call (the Feishu, DingTalk and WeCom bots): `ok` then only says that the configuration and secrets are valid; a dry run or a preview shows the rest.", json_schema_extra={"examples": [True]})
     category: Optional[ErrorCategory] = None
     message: Annotated[str, Field(strict=True, max_length=2000)] = Field(json_schema_extra={"examples": ["Remote endpoint rejected the credentials (HTTP 401)."]})
     latency_ms: Annotated[int, Field(le=9223372036854775807, strict=True, ge=0)] = Field(alias="latencyMs", json_schema_extra={"examples": [182]})
-    __properties: ClassVar[List[str]] = ["ok", "category", "message", "latencyMs"]
+    __properties: ClassVar[List[str]] = ["ok", "checked", "category", "message", "latencyMs"]
 
     model_config = ConfigDict(
         validate_by_name=True,
@@ -87,6 +88,7 @@ class ConnectionTestResult(BaseModel):
 
         _obj = cls.model_validate({
             "ok": obj.get("ok"),
+            "checked": obj.get("checked"),
             "category": obj.get("category"),
             "message": obj.get("message"),
             "latencyMs": obj.get("latencyMs")

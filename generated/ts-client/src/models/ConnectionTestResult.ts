@@ -28,9 +28,13 @@ import {
  */
 export interface ConnectionTestResult {
     /**
-     * 
+     * Nothing wrong was found (see `checked` for how far the test went).
      */
     ok: boolean;
+    /**
+     * Whether the provider reached the vendor. False for a channel without a side-effect-free call (the Feishu, DingTalk and WeCom bots): `ok` then only says that the configuration and secrets are valid; a dry run or a preview shows the rest.
+     */
+    checked?: boolean;
     /**
      * 
      */
@@ -68,6 +72,7 @@ export function ConnectionTestResultFromJSONTyped(json: any, ignoreDiscriminator
     return {
         
         'ok': json['ok'],
+        'checked': json['checked'] == null ? undefined : json['checked'],
         'category': json['category'] == null ? undefined : ErrorCategoryFromJSON(json['category']),
         'message': json['message'],
         'latencyMs': json['latencyMs'],
@@ -86,6 +91,7 @@ export function ConnectionTestResultToJSONTyped(value?: ConnectionTestResult | n
     return {
         
         'ok': value['ok'],
+        'checked': value['checked'],
         'category': ErrorCategoryToJSON(value['category']),
         'message': value['message'],
         'latencyMs': value['latencyMs'],

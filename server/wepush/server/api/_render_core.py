@@ -126,7 +126,12 @@ def render_account(view: AccountView) -> dict[str, Any]:
 
 
 def render_connection_test(outcome: ConnectionTestOutcome) -> dict[str, Any]:
-    body: dict[str, Any] = {"ok": outcome.ok, "message": outcome.message, "latencyMs": outcome.latency_ms}
+    body: dict[str, Any] = {
+        "ok": outcome.ok,
+        "checked": outcome.checked,
+        "message": outcome.message,
+        "latencyMs": outcome.latency_ms,
+    }
     if outcome.category is not None:
         body["category"] = outcome.category.value
     return body

@@ -48,6 +48,7 @@ class ConnectionTestOutcome:
     category: ErrorCategory | None
     message: str
     latency_ms: int
+    checked: bool = True
 
 
 async def run_connection_test(
@@ -100,4 +101,4 @@ async def _test(
         # and before they are released: the message is what the API answers with.
         text = redactor.text(text)
     message = redact_diagnostic(text, limit=_MESSAGE_CHARS) or ("OK" if result.ok else "Failed.")
-    return ConnectionTestOutcome(result.ok, category, message, latency)
+    return ConnectionTestOutcome(result.ok, category, message, latency, checked=result.checked)

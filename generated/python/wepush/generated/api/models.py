@@ -479,7 +479,16 @@ class ConnectionTestResult(BaseModel):
     Outcome of an explicit connection test; `message` is redacted and never contains secrets.
     """
 
-    ok: bool = Field(..., examples=[False])
+    ok: bool = Field(
+        ...,
+        description="Nothing wrong was found (see `checked` for how far the test went).",
+        examples=[False],
+    )
+    checked: bool | None = Field(
+        None,
+        description="Whether the provider reached the vendor. False for a channel without a side-effect-free call (the Feishu, DingTalk and WeCom bots): `ok` then only says that the configuration and secrets are valid; a dry run or a preview shows the rest.",
+        examples=[True],
+    )
     category: ErrorCategory | None = None
     message: str = Field(
         ...,

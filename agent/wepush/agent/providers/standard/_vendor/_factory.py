@@ -180,11 +180,14 @@ class HttpVendorFactory(StandardFactory[VendorAccountT, MessageT]):
             credentials.forget()
         latency_ms = round((time.monotonic() - started) * 1000)
         if outcome is None:
+            # Nothing wrong was found, and nothing more can be checked without sending a message: a
+            # valid account must not read as a failed one.
             return ConnectionTestResult(
-                False,
-                ErrorCategory.INVALID_REQUEST,
+                True,
+                None,
                 "configuration and secrets are valid; this channel has no side-effect-free check, "
                 "use a dry run or a preview",
+                checked=False,
             )
         if outcome.success:
             return ConnectionTestResult(True, None, "credentials accepted", latency_ms)
