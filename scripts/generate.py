@@ -189,6 +189,7 @@ test-requirements.txt
 tox.ini
 setup.cfg
 docs/**
+README.md
 """
 
 _TS_IGNORE = """\
@@ -196,6 +197,7 @@ _TS_IGNORE = """\
 .gitignore
 .npmignore
 git_push.sh
+README.md
 """
 
 
@@ -255,6 +257,84 @@ def generate_clients(out: Path, openapi_json: Path) -> None:
             "npmName=@wepush/client,npmVersion=1.0.0,supportsES6=true,typescriptThreePlus=true",
             _TS_IGNORE,
         )
+    (out / "sdk-python" / "README.md").write_text(_SDK_README, encoding="utf-8")
+    (out / "ts-client" / "README.md").write_text(_TS_README, encoding="utf-8")
+
+
+#: The generators' own READMEs point at docs that are not generated, a git remote and an npm package that
+#: do not exist, and examples that do not run; these say what is true of this checkout.
+_SDK_README = """\
+# wepush-client (generated Python client)
+
+The OpenAPI client of the WePush Next REST API, generated from `contracts/openapi/`. For retries,
+idempotency keys, streamed uploads and event subscriptions use the hand-written SDK,
+`wepush.sdk.WePushClient`, which wraps this package (`docs/api.md`, The Python SDK).
+
+Install it from a checkout into your application's environment:
+
+```bash
+python -m pip install ./generated/sdk-python
+```
+
+```python
+import os
+from datetime import UTC, datetime, timedelta
+
+import wepush_client
+
+configuration = wepush_client.Configuration(
+    host="http://127.0.0.1:18990", access_token=os.environ["WEPUSH_TOKEN"]
+)
+# Query date filters are written with this format: give it UTC datetimes, the Service reads RFC 3339.
+configuration.datetime_format = "%Y-%m-%dT%H:%M:%S.%fZ"
+with wepush_client.ApiClient(configuration) as client:
+    workspace = wepush_client.WorkspacesApi(client).list_workspaces().items[0]
+    since = datetime.now(UTC) - timedelta(days=1)
+    runs = wepush_client.RunsApi(client).list_runs(workspace.id, created_after=since)
+    print(workspace.name, len(runs.items))
+```
+
+Errors are `wepush_client.ApiException` subclasses; `exc.data` is the `Problem` (its `code` is stable).
+The contract itself is served at `/api/v1/openapi.json`, and browsable at `/api/v1/ui/`.
+"""
+
+_TS_README = """\
+# @wepush/client (generated TypeScript client)
+
+The OpenAPI client of the WePush Next REST API (typescript-fetch), generated from `contracts/openapi/`.
+It is not published to a registry: build it from a checkout (Node 18 or newer) and depend on the folder.
+
+```bash
+cd generated/ts-client && npm install   # installs TypeScript and builds dist/
+```
+
+```typescript
+import { Configuration, ProblemFromJSON, ResponseError, WorkspacesApi } from '@wepush/client';
+
+const config = new Configuration({
+    basePath: 'http://127.0.0.1:18990',
+    accessToken: async () => process.env.WEPUSH_TOKEN ?? '',
+});
+
+async function main(): Promise<void> {
+    try {
+        const page = await new WorkspacesApi(config).listWorkspaces({ limit: 10 });
+        console.log(page.items.map((workspace) => workspace.name));
+    } catch (error) {
+        if (error instanceof ResponseError) {
+            const problem = ProblemFromJSON(await error.response.json());
+            console.error(problem.code, problem.detail);
+        }
+        throw error;
+    }
+}
+
+void main();
+```
+
+The client does not retry: on 429 or 503, wait for `Retry-After` and send the request again. The contract
+is served at `/api/v1/openapi.json`, and browsable at `/api/v1/ui/`.
+"""
 
 
 def _stamp_json(path: Path, text: str) -> None:
