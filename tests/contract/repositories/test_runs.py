@@ -312,6 +312,29 @@ async def test_events_get_contiguous_per_run_sequences_even_from_concurrent_writ
     assert first == 1
 
 
+async def test_the_latest_event_of_a_type_is_found_per_run(
+    uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock, world: World
+) -> None:
+    run = await add_run(uow_factory, world, db_clock.now)
+    other = await add_run(uow_factory, world, db_clock.now)
+    async with uow_factory() as uow:
+        await uow.run_events.append(
+            world.workspace.id,
+            run.id,
+            [
+                RunEventDraft(type="PROGRESS", occurred_at=db_clock.now, data={"inFlight": 4}),
+                RunEventDraft(type="PROGRESS", occurred_at=db_clock.now, data={"inFlight": 2}),
+                RunEventDraft(type="RUN_PAUSED", occurred_at=db_clock.now, data={}),
+            ],
+        )
+    async with uow_factory(read_only=True) as uow:
+        latest = await uow.run_events.latest(run.id, "PROGRESS")
+        none_yet = await uow.run_events.latest(other.id, "PROGRESS")
+    assert latest is not None
+    assert (latest.sequence, latest.data) == (2, {"inFlight": 2})
+    assert none_yet is None
+
+
 async def test_old_events_are_purged_and_the_cursor_start_moves(
     uow_factory: SqlUnitOfWorkFactory, db_clock: SteppingClock, world: World
 ) -> None:

@@ -257,3 +257,21 @@ async def test_the_detail_of_a_leased_run_names_its_agent_and_lease(tmp_path: Pa
     assert detail["agent"] == {"agentId": agent.id, "displayName": "worker-01"}
     assert detail["lease"]["leaseId"] == claimed.lease.id
     assert (detail["lease"]["epoch"], detail["lease"]["state"]) == (1, "ACTIVE")
+
+
+async def test_a_live_runs_in_flight_figure_is_its_latest_progress_events(tmp_path: Path) -> None:
+    """Not an estimate from the concurrency permits: a paused run with nothing open showed 10 in flight
+    while its event stream said otherwise."""
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        await move_run(app, world, run_id, RunState.LEASED, RunState.RUNNING)
+        before_progress = (await app.client.get(world.runs_url(run_id), headers=app.admin())).json()
+        await append_events(app, world, run_id, "PROGRESS", data={"inFlight": 3, "pending": 1})
+        await append_events(app, world, run_id, "PROGRESS", data={"inFlight": 1, "pending": 3})
+        await move_run(app, world, run_id, RunState.PAUSED)
+        paused = (await app.client.get(world.runs_url(run_id), headers=app.admin())).json()
+
+    assert (before_progress["counts"]["inFlight"], before_progress["counts"]["pending"]) == (0, 4)
+    assert (paused["counts"]["inFlight"], paused["counts"]["pending"]) == (1, 3)
+    assert paused["counts"]["total"] == 4

@@ -81,9 +81,10 @@ def _counts(view: RunView) -> dict[str, int]:
     if run.state in TERMINAL_RUN_STATES:
         in_flight, pending = 0, 0
     elif view.executing:
-        # The row keeps finished counters; in-flight items are bounded by the current permits. Exact
-        # live figures travel in PROGRESS events.
-        in_flight = min(run.current_concurrency, remaining)
+        # The row keeps finished counters; in flight is the figure of the latest PROGRESS event (the one
+        # the event stream showed), none before the first. Bounded by what remains, so the counts
+        # still add up to the total.
+        in_flight = min(view.live_in_flight or 0, remaining)
         pending = remaining - in_flight
     else:
         in_flight, pending = 0, remaining

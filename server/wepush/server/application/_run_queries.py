@@ -23,6 +23,8 @@ from wepush.server.domain import (
     Run,
     RunCommandState,
     RunCommandType,
+    RunEvent,
+    RunState,
     UnitOfWork,
 )
 
@@ -76,6 +78,7 @@ async def run_view(uow: UnitOfWork, run: Run, now: datetime) -> RunView:
             # An agent of another workspace (or one removed since): the lease summary still shows.
             agent = None
     audience = await uow.audiences.get_snapshot(run.workspace_id, snapshot.audience.snapshot_id)
+    progress = await uow.run_events.latest(run.id, "PROGRESS") if run.state in _LIVE else None
     return RunView(
         run=run,
         snapshot=snapshot,
@@ -90,7 +93,17 @@ async def run_view(uow: UnitOfWork, run: Run, now: datetime) -> RunView:
         lease=lease,
         agent=agent,
         now=now,
+        live_in_flight=_in_flight(progress),
     )
+
+
+#: States whose items can be in flight: their detail reads the latest PROGRESS event for the figure.
+_LIVE = frozenset({RunState.RUNNING, RunState.PAUSED, RunState.CANCELLING})
+
+
+def _in_flight(progress: RunEvent | None) -> int | None:
+    value = None if progress is None else progress.data.get("inFlight")
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 async def list_runs(

@@ -49,6 +49,9 @@ class RunView:
     lease: AgentLease | None
     agent: Agent | None
     now: datetime
+    live_in_flight: int | None = None
+    """Items in flight by the run's latest PROGRESS event (started, or waiting for a retry, without an
+    outcome yet); ``None`` before the first one."""
 
     @property
     def allowed_commands(self) -> tuple[RunCommandType, ...]:

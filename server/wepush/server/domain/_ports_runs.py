@@ -138,6 +138,10 @@ class RunEventRepository(Protocol):
         """Oldest retained sequence: a cursor older than this has expired."""
         ...
 
+    async def latest(self, run_id: str, event_type: str) -> RunEvent | None:
+        """The run's most recent event of ``event_type``, if one is retained."""
+        ...
+
     async def purge_before(self, cutoff: datetime, limit: int) -> int:
         """Delete up to ``limit`` events that occurred before ``cutoff`` (retention)."""
         ...

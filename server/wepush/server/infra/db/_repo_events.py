@@ -83,6 +83,15 @@ class SqlRunEventRepository(SqlRepository):
         )
         return None if value is None else int(value)
 
+    async def latest(self, run_id: str, event_type: str) -> RunEvent | None:
+        rows = await self._all(
+            select(run_event)
+            .where(run_event.c.run_id == run_id, run_event.c.type == event_type)
+            .order_by(run_event.c.sequence.desc())
+            .limit(1)
+        )
+        return _EVENT.from_row(rows[0]) if rows else None
+
     async def purge_before(self, cutoff: datetime, limit: int) -> int:
         doomed = (
             select(run_event.c.id)
