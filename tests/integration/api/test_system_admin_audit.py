@@ -171,3 +171,26 @@ async def test_a_system_admin_listing_workspaces_it_holds_no_role_in_is_audited(
     [event] = system["items"]
     assert event["outcome"] == "SUCCESS"
     assert "listed 1 workspace(s) the caller holds no role in" in event["details"]["summary"]
+
+
+async def test_a_refused_request_of_a_system_admin_still_leaves_its_trace(tmp_path: Path) -> None:
+    """Malformed (400) or aimed at an operation not implemented yet (501): no use case ran, and the
+    crossing into the workspace is recorded all the same, as a VIEWER's such request is."""
+    async with service(tmp_path) as app:
+        ws = await create_workspace(app, "team")
+        malformed = await app.client.post(accounts_url(ws), headers=app.admin(), json={"name": "x"})
+        too_long = await app.client.get(accounts_url(ws), headers=app.admin(), params={"limit": 1000})
+        not_yet = await app.client.get(f"{API}/workspaces/{ws}/schedules", headers=app.admin())
+        events = _access(await _events(app, ws))
+
+    assert (malformed.status_code, too_long.status_code, not_yet.status_code) == (400, 400, 501)
+    summaries = sorted(e.details.get("summary", "") for e in events)
+    assert len(summaries) == 3
+    assert all(
+        s.startswith(SYSTEM_ADMIN_ACCESS) and "refused before its use case ran" in s for s in summaries
+    )
+    assert {s.split("granted for ")[1].split(",")[0] for s in summaries} == {
+        "createAccount",
+        "listAccounts",
+        "listSchedules",
+    }

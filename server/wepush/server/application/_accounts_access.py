@@ -25,6 +25,7 @@ __all__ = [
     "authorize_audited",
     "ensure_workspace",
     "record_refusal",
+    "record_system_admin_access",
     "require_system_admin_audited",
 ]
 
@@ -75,20 +76,43 @@ async def authorize_audited(
         await denied(f"needs the {minimum.value} role")
         raise
     if granted_by_system_admin(principal, workspace_id, minimum):
-        async with deps.uow() as uow:
-            await uow.workspaces.get(workspace_id)
-            # The auditor marks every event of a SYSTEM_ADMIN principal with ``systemAdmin: true``.
-            await deps.auditor.record(
-                uow,
-                principal,
-                SYSTEM_ADMIN_ACCESS_ACTION,
-                resource_type,
-                workspace_id=workspace_id,
-                resource_id=resource_id,
-                summary=f"{SYSTEM_ADMIN_ACCESS}; granted for {action}",
-                trace_id=trace_id,
-            )
+        await record_system_admin_access(
+            deps,
+            principal,
+            workspace_id,
+            resource_type=resource_type,
+            resource_id=resource_id,
+            summary=f"{SYSTEM_ADMIN_ACCESS}; granted for {action}",
+            trace_id=trace_id,
+        )
     return role
+
+
+async def record_system_admin_access(
+    deps: ServiceDeps,
+    principal: Principal,
+    workspace_id: str,
+    *,
+    resource_type: str,
+    summary: str,
+    resource_id: str | None = None,
+    trace_id: str | None = None,
+) -> None:
+    """The ``system_admin.access`` event of a SYSTEM_ADMIN acting where it holds no sufficient role (404
+    first if the workspace is gone)."""
+    async with deps.uow() as uow:
+        await uow.workspaces.get(workspace_id)
+        # The auditor marks every event of a SYSTEM_ADMIN principal with ``systemAdmin: true``.
+        await deps.auditor.record(
+            uow,
+            principal,
+            SYSTEM_ADMIN_ACCESS_ACTION,
+            resource_type,
+            workspace_id=workspace_id,
+            resource_id=resource_id,
+            summary=summary,
+            trace_id=trace_id,
+        )
 
 
 async def record_refusal(

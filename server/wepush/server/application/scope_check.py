@@ -15,10 +15,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from wepush.server.application._accounts_access import record_refusal, require_system_admin_audited
+from wepush.server.application._accounts_access import (
+    SYSTEM_ADMIN_ACCESS,
+    record_refusal,
+    record_system_admin_access,
+    require_system_admin_audited,
+)
 from wepush.server.application._deps import ServiceDeps
 from wepush.server.application.auth import Principal, Role
-from wepush.server.application.authorization import authorize
+from wepush.server.application.authorization import authorize, granted_by_system_admin
 from wepush.server.application.errors import AccessDenied
 from wepush.server.domain import NotFound
 
@@ -56,11 +61,24 @@ class ScopeCheck:
         refusal: NotFound | AccessDenied
         try:
             authorize(principal, workspace_id, Role(minimum))
-            return
         except NotFound as outside:
             refusal, why = outside, "the caller has no role in this workspace (answered 404)"
         except AccessDenied as too_weak:
             refusal, why = too_weak, f"needs the {minimum} role"
+        else:
+            if granted_by_system_admin(principal, workspace_id, Role(minimum)):
+                # Everything a SYSTEM_ADMIN does in a workspace it holds no role in leaves a trace there,
+                # a request then refused as malformed (or not implemented) included.
+                await record_system_admin_access(
+                    self._deps,
+                    principal,
+                    workspace_id,
+                    resource_type=resource_type,
+                    summary=f"{SYSTEM_ADMIN_ACCESS}; granted for {operation}, whose request was then "
+                    "refused before its use case ran (malformed, or not implemented)",
+                    trace_id=trace_id,
+                )
+            return
         await record_refusal(
             self._deps,
             principal,
