@@ -190,6 +190,21 @@ async def test_keep_of_an_unknown_secret_is_refused(tmp_path: Path) -> None:
         assert ("/secrets/http-account-token", "SECRET_NOT_CONFIGURED") in fields
 
 
+async def test_a_secret_name_that_is_no_name_is_refused_without_being_repeated(tmp_path: Path) -> None:
+    long_name = "k" * 20_000
+    async with service(tmp_path) as app:
+        ws = await default_workspace(app)
+        body = http_account()
+        body["config"]["auth"]["token"] = {"$secret": long_name}
+        body["secrets"] = {long_name: {"operation": "REPLACE", "value": SECRET_VALUE}}
+        response = await app.client.post(accounts_url(ws), headers=app.admin(), json=body)
+
+    assert response.status_code == 400
+    assert ("/secrets", "INVALID_NAME") in {(e["field"], e["code"]) for e in response.json()["errors"]}
+    assert "k" * 300 not in response.text
+    assert len(response.content) < 2_000
+
+
 async def test_a_reference_that_fixes_a_version_or_namespace_is_refused(tmp_path: Path) -> None:
     """The Service keeps each secret's version and moves it on with every REPLACE: a fixed version was
     saved and then failed every run and connection test with "secret not configured"."""

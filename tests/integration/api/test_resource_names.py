@@ -72,6 +72,17 @@ UNSEEN = (
     "\u3164",  # Hangul filler, a name that shows as nothing
     "cust\uffa0omers",  # halfwidth Hangul filler
     "cust\ufff9omers\ufffb",  # interlinear annotation anchor and terminator
+    # Joiners and selectors where they join or select nothing, and tag characters outside a flag.
+    "lookalike\u200d",
+    "\u200dlookalike",
+    "lookalike\u200c",
+    "\ufe0flookalike",
+    "lookalike\ufe0f",
+    "\u200d",
+    "\u200d\u200d",
+    "lookalike\U000e0041",
+    "look\U000e007falike",
+    "flag \U000e0067\U000e0062\U000e007f",  # tags without the black flag
 )
 SEEN = (
     "Order notifications",

@@ -15,7 +15,7 @@ import math
 import re
 import unicodedata
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, Final
 
 from connexion.datastructures import MediaTypeDict
 from connexion.exceptions import BadRequestProblem, UnsupportedMediaTypeProblem
@@ -212,6 +212,9 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
             where = unstorable_text(document)
             if where is not None:
                 raise BadRequestProblem(detail=f"{where}: {_UNSTORABLE_RULE}")
+        hidden = _hidden_in_name(document)
+        if hidden is not None:
+            raise BadRequestProblem(detail=f"/name: {NAME_RULE} ({hidden})")
         rewritten = scope.get(_REWRITTEN_BODY)
         if _composed_name(document) and isinstance(rewritten, dict):
             rewritten["body"] = document
@@ -227,6 +230,35 @@ class SafeJSONRequestBodyValidator(JSONRequestBodyValidator):  # type: ignore[mi
             detail = describe(error)
             _log.info("request body rejected: %s", detail, extra={"event": "REQUEST_BODY_REJECTED"})
             raise BadRequestProblem(detail=detail) from None
+
+
+#: The contract's rule for resource names (``ResourceNameInput``, x-wepush-pattern-rule).
+NAME_RULE: Final = (
+    "must not start or end with white space, nor contain control characters, line breaks or invisible "
+    "formatting characters"
+)
+#: A subdivision flag: the black flag, tag letters or digits, the cancel tag. The one place tag
+#: characters (U+E0020..U+E007F, invisible) mean anything.
+_TAG_SEQUENCE: Final = re.compile("\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f")
+_TAG: Final = re.compile("[\U000e0000-\U000e007f]")
+#: A variation selector after an ASCII letter selects nothing (letters have no variants): it only makes
+#: a name that looks like another one.
+_EMPTY_VARIATION: Final = re.compile("[A-Za-z][\ufe00-\ufe0f]")
+
+
+def _hidden_in_name(document: Any) -> str | None:
+    """What hides in a body's ``name`` beyond what the contract's pattern can express (its characters
+    outside the Basic Multilingual Plane, the context of a variation selector), or ``None``."""
+    if not isinstance(document, dict):
+        return None
+    name = document.get("name")
+    if not isinstance(name, str) or name.isascii():
+        return None
+    if _TAG.search(_TAG_SEQUENCE.sub("", name)):
+        return "a tag character outside a flag"
+    if _EMPTY_VARIATION.search(name):
+        return "a variation selector after a letter"
+    return None
 
 
 def _composed_name(document: Any) -> bool:

@@ -57,7 +57,15 @@ def secret_type(name: str) -> str:
 
 
 def _where(name: str) -> str:
+    if not _valid_name(name):
+        # Submitted text is not echoed at any length: a name that is no valid name is not repeated back
+        # (a 100,000-character one made a 200 KB problem).
+        return "/secrets"
     return f"/secrets/{name.replace('~', '~0').replace('/', '~1')}"
+
+
+def _valid_name(name: str) -> bool:
+    return 1 <= len(name) <= MAX_SECRET_NAME_CHARS and name.isprintable()
 
 
 def unreferenced_secret_issues(
@@ -84,9 +92,13 @@ def secret_write_issues(writes: Mapping[str, SecretWrite], existing: Iterable[st
     issues: list[FieldIssue] = []
     for name, write in writes.items():
         where = _where(name)
-        if not 1 <= len(name) <= MAX_SECRET_NAME_CHARS or not name.isprintable():
+        if not _valid_name(name):
             issues.append(
-                FieldIssue(where, "INVALID_NAME", f"must be 1..{MAX_SECRET_NAME_CHARS} printable characters")
+                FieldIssue(
+                    where,
+                    "INVALID_NAME",
+                    f"secret names must be 1..{MAX_SECRET_NAME_CHARS} printable characters",
+                )
             )
         elif isinstance(write, SecretKeep) and name not in stored:
             issues.append(
