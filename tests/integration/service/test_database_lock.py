@@ -47,7 +47,7 @@ async def test_a_second_service_on_the_same_database_is_refused_and_the_first_ke
     config = standalone_config(tmp_path, WEPUSH_AGENT_EMBEDDED_ENABLED="false")
     async with running_app(config) as first:
         _, second = build_service_app(standalone_config(tmp_path, WEPUSH_AGENT_EMBEDDED_ENABLED="false"))
-        with pytest.raises(StartupRefused, match="another WePush Service .* is running on the database"):
+        with pytest.raises(StartupRefused, match=r"another WePush Service .* is running on the database"):
             await second.start()
         assert second.database_lock is None
         response = await first.client.get("/api/v1/workspaces", headers=first.admin())
@@ -75,7 +75,16 @@ def test_wepush_serve_refuses_a_second_instance_and_restarts_at_once_after_a_cra
     data_dir = tmp_path / "data"
     with running_service(data_dir) as first:
         second = subprocess.run(
-            [sys.executable, "-m", "wepush.cli", "serve", "--port", str(free_port()), "--data-dir", str(data_dir)],
+            [
+                sys.executable,
+                "-m",
+                "wepush.cli",
+                "serve",
+                "--port",
+                str(free_port()),
+                "--data-dir",
+                str(data_dir),
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -85,7 +94,10 @@ def test_wepush_serve_refuses_a_second_instance_and_restarts_at_once_after_a_cra
             },
         )
         assert second.returncode == 3, second.stderr
-        assert f"another WePush Service (process {first.process.pid}) is running on the database" in second.stderr
+        assert (
+            f"another WePush Service (process {first.process.pid}) is running on the database"
+            in second.stderr
+        )
         # The crash: no clean stop, so the embedded agent's last heartbeat is fresh and says RUNNING.
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(timeout=10)
