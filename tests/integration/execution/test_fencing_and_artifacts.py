@@ -116,8 +116,12 @@ async def test_only_the_current_epoch_and_token_may_write(
             await FencedResultSink(guard, execution_ledger(uow), run.workspace_id, run.id).append(
                 [_result(run, 1)]
             )
+        # A stale executor may still read, but can hand nothing to a provider: covering a record by the
+        # dispatch mark proves the lease.
+        stale = SnapshotRecipientSource(uow, guard, snapshot, execution_ledger(uow))
+        assert len(await stale.next_batch(10)) == 3
         with pytest.raises(LeaseExpired):
-            await SnapshotRecipientSource(uow, guard, snapshot, execution_ledger(uow)).next_batch(10)
+            await stale.cover(1)
         # The run log is written through the same fence, so nothing of a stale executor reaches it either.
         log = RunLog(
             RunArtifactWriter(
@@ -137,7 +141,9 @@ async def test_only_the_current_epoch_and_token_may_write(
 
     assert await artifacts_of(uow, run) == {}
     current = LeaseGuard(uow, second.fence, utc_now)
-    batch = await SnapshotRecipientSource(uow, current, snapshot, execution_ledger(uow)).next_batch(10)
+    source = SnapshotRecipientSource(uow, current, snapshot, execution_ledger(uow))
+    batch = await source.next_batch(10)
+    await source.cover(batch[0].sequence)
     await FencedResultSink(current, execution_ledger(uow), run.workspace_id, run.id).append([_result(run, 1)])
     async with uow(read_only=True) as unit:
         mark = await unit.runs.dispatch_mark(run.workspace_id, run.id)

@@ -50,6 +50,7 @@ from ._policies import (
 )
 from ._ports import (
     ArtifactSink,
+    DispatchFence,
     ExecutionClock,
     ExecutionObserver,
     ExecutionPorts,
@@ -128,6 +129,7 @@ __all__ = [
     "ConfigDocument",
     "ConnectionTestResult",
     "Counts",
+    "DispatchFence",
     "EngineOptions",
     "EngineValidationError",
     "ErrorCategory",

@@ -104,6 +104,8 @@ class RunCoordinator:
             skip=self._skip if self._simulate_dry_run else None,
             on_error=self._dispatch_failed,
             low_water=options.read_low_water,
+            fence=ports.dispatch_fence,
+            on_fence_error=self._fence_failed,
         )
         self._future: asyncio.Future[RunSummary] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
@@ -258,6 +260,11 @@ class RunCoordinator:
     def _dispatch_failed(self, exc: Exception) -> None:
         self._suppressed.append(ExecutionError.from_exception("dispatch", "INTERNAL_ERROR", exc))
         self._control.request_stop(StopReason.INTERNAL_ERROR)
+
+    def _fence_failed(self, exc: Exception) -> None:
+        # The source cannot record what may be sent, so nothing more may be: as when it cannot be read.
+        self._suppressed.append(ExecutionError.from_exception("recipients.mark", "DISPATCH_MARK_FAILED", exc))
+        self._control.request_stop(StopReason.SOURCE_FAILED)
 
     def _skip(self, record: RecipientRecord) -> None:
         self._finalize(record, SKIPPED)

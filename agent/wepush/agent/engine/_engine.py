@@ -30,7 +30,7 @@ __all__ = ["ExecutionEngine", "ProviderLookup", "RunHandle"]
 
 ProviderLookup = Mapping[str, ProviderFactory] | Callable[[str], ProviderFactory | None]
 
-_OPTIONAL_PORTS = frozenset({"redactor", "observer"})
+_OPTIONAL_PORTS = frozenset({"redactor", "observer", "dispatch_fence"})
 
 
 class RunHandle:

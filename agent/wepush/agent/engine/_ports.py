@@ -17,6 +17,7 @@ from ._secrets import SecretResolver
 
 __all__ = [
     "ArtifactSink",
+    "DispatchFence",
     "ExecutionClock",
     "ExecutionObserver",
     "ExecutionPorts",
@@ -35,7 +36,8 @@ class RecipientSource(Protocol):
     and an empty sequence at the end. The engine asks for the next batch while the previous one is still
     being dispatched (``EngineOptions.read_low_water``), never for two at once and never while too much
     is outstanding, so a source need not buffer more than one batch. A record may be handed to a provider
-    as soon as ``next_batch`` has returned it.
+    as soon as ``next_batch`` has returned it, unless the ports carry a ``DispatchFence``: then not before
+    the fence covers it.
     """
 
     async def open(self) -> None: ...
@@ -43,6 +45,25 @@ class RecipientSource(Protocol):
     async def next_batch(self, max_items: int) -> Sequence[RecipientRecord]: ...
 
     async def close(self) -> None: ...
+
+
+class DispatchFence(Protocol):
+    """Makes a record count as possibly sent before any provider sees it: a dispatch high-water mark.
+
+    The engine calls ``covers(sequence)`` right before it starts a record, once per record (its retries are
+    covered already); records start in sequence order, though workers side by side may ask about
+    neighbouring ones out of order. It is on the hot path: it must answer at once, without I/O or
+    blocking, though it may start background work such as covering the records that follow. When it
+    answers ``False``, the engine awaits ``cover(sequence)`` and starts the record only once that returns:
+    from then on the mark must include ``sequence`` (and ``covers`` must say so). When ``cover`` raises, the
+    record is not sent (UNSENT) and the run stops as with a failed source read. Records read ahead but
+    not started, and a paused run, ask nothing, so a fence can keep its mark close to what was really
+    dispatched.
+    """
+
+    def covers(self, sequence: int) -> bool: ...
+
+    async def cover(self, sequence: int) -> None: ...
 
 
 class ResultSink(Protocol):
@@ -164,3 +185,7 @@ class ExecutionPorts:
     observer: ExecutionObserver | None = None
     """Metrics of the run's provider calls and retries; ``None`` (the default) costs the hot path nothing
     but one test per call."""
+    dispatch_fence: DispatchFence | None = None
+    """Asked before each record is started (see ``DispatchFence``); usually the recipient source itself,
+    when its host must know after a crash which recipients may have been sent. ``None`` (the default)
+    starts every record as soon as it is read."""

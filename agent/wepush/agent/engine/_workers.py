@@ -9,7 +9,8 @@ from typing import Any
 
 from ._batcher import ResultBatcher
 from ._control import RunControl
-from ._items import ItemOutcome
+from ._items import UNSENT, ItemOutcome
+from ._ports import DispatchFence
 from ._recipients import RecipientRecord
 from ._tally import Tally
 
@@ -37,6 +38,11 @@ class ItemWorkers:
     releases the permit and ends. Items therefore start in sequence order under the same conditions as
     with a task per item, but the steady state creates no task and schedules no callback per item. There
     are never more tasks than items holding a permit or backing off, plus the dispatcher.
+
+    With a ``DispatchFence``, a worker asks it about each record it is about to start, after taking it
+    (so in sequence order) and before ``execute``: records read ahead are not asked about until they
+    start. When the fence does not cover the record yet, the worker waits for ``cover`` with its permit
+    held; when covering fails, the record is finalised UNSENT and ``on_fence_error`` stops the run.
     """
 
     def __init__(
@@ -52,11 +58,14 @@ class ItemWorkers:
         skip: Callable[[RecipientRecord], None] | None,
         on_error: Callable[[Exception], None],
         low_water: int = 0,
+        fence: DispatchFence | None = None,
+        on_fence_error: Callable[[Exception], None] | None = None,
     ) -> None:
         """``execute`` runs a started item (see ``ItemExecutor.execute``), ``crashed`` turns an exception
         it raised into an outcome, ``finish`` records the outcome of an item no longer in flight; ``skip``
-        finalises a record that is
-        not sent at all (a simulated dry run) and ``on_error`` stops the run when dispatching breaks."""
+        finalises a record that is not sent at all (a simulated dry run) and ``on_error`` stops the run
+        when dispatching breaks. ``on_fence_error`` (default ``on_error``) is told, once, that ``fence``
+        could not cover a record."""
         self._control = control
         self._gate = control.gate
         self._stop = control.stop
@@ -70,6 +79,9 @@ class ItemWorkers:
         self._skip = skip
         self._on_error = on_error
         self._low_water = low_water
+        self._fence = fence
+        self._on_fence_error = on_fence_error or on_error
+        self._fence_failed = False
         self.queue: deque[RecipientRecord] = deque()
         self.exhausted = False
         self.failed = False
@@ -115,13 +127,23 @@ class ItemWorkers:
             self._over.set()
             return
         self._spawn(self._dispatch())
-        execute, finish, tally = self._execute, self._finish, self._tally
+        execute, finish, tally, fence = self._execute, self._finish, self._tally, self._fence
         control, gate, batcher, queue = self._control, self._gate, self._batcher, self.queue
         task = asyncio.current_task()
         assert task is not None
         streak = 0
         try:
             while True:
+                if (
+                    fence is not None
+                    and not fence.covers(record.sequence)
+                    and not await self._cover(fence, record)
+                ):
+                    # Not on record as possibly sent, so it must not reach the provider.
+                    tally.in_flight -= 1
+                    finish(record, UNSENT)
+                    gate.release()
+                    return
                 try:
                     outcome, holding = await execute(record, task)
                 except Exception as exc:
@@ -145,6 +167,18 @@ class ItemWorkers:
                     await asyncio.sleep(0)
         except Exception as exc:
             self._on_error(exc)
+
+    async def _cover(self, fence: DispatchFence, record: RecipientRecord) -> bool:
+        """Wait until ``fence`` covers ``record``; ``False`` when it cannot (the run is then stopping)."""
+        try:
+            await fence.cover(record.sequence)
+        except Exception as exc:
+            # Every worker waiting for the same failed write sees it fail: report it once.
+            if not self._fence_failed:
+                self._fence_failed = True
+                self._on_fence_error(exc)
+            return False
+        return True
 
     async def _next_record(self) -> RecipientRecord | None:
         """The next record to start, with its permit held; ``None`` when dispatching is over."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+import math
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,11 @@ if TYPE_CHECKING:
     from ._ledger import ExecutionLedger
 
 __all__ = ["RecipientScope", "SnapshotRecipientSource", "read_recipients"]
+
+_PACE_WINDOW = 1.0
+"""Seconds of dispatch one raise of the mark covers: about one write a second, whatever the pace."""
+_MIN_CHUNK = 32
+"""Records a raise covers at least, so that a slow or just-started run does not write per record."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,17 +72,27 @@ async def read_recipients(
 
 
 class SnapshotRecipientSource:
-    """The engine's RecipientSource.
+    """The engine's RecipientSource, and its DispatchFence: the run's dispatch high-water mark.
 
     Each batch is read read-only, which in WAL mode (and on PostgreSQL) never waits for the writers
     recording results, so the engine's read-ahead is not held up by them.
 
-    The run's dispatch high-water mark is always at or above the last sequence of every batch returned
-    (the engine may hand a record to a provider as soon as it has it), so a recovery never takes an item
-    that may have been sent for UNSENT. A batch is returned only once its mark is stored; so that this
-    rarely means waiting for a writer, the mark is raised one batch further in the background as each
-    batch is returned: the next batch normally finds its mark stored already. The price is precision
-    after a crash: up to one batch beyond what was read counts as possibly sent (UNKNOWN).
+    After a crash, recovery takes a recipient without an outcome for possibly sent (UNKNOWN) at or below
+    the mark and for UNSENT above it. So the mark is raised as the engine dispatches, not as it reads: the
+    engine asks ``covers`` right before it hands a record to a provider and awaits ``cover`` when the
+    answer is no, and ``covers`` answers yes only once a mark at or above the record is stored. A recovery
+    therefore never takes an item that may have been sent for UNSENT. To spare dispatch a database write
+    per record, the mark is raised in chunks of about a second of the run's recent dispatch pace (at
+    least 32 records, at most a read batch, never beyond the last record read), and the next chunk is
+    raised in the background as soon as dispatch passes the middle of the current one: dispatch waits
+    for a write only at the start, after a pause or when sending outruns the database. After a crash only
+    the items in flight and at most about one and a half chunks beyond them count as possibly sent. A
+    paused run starts no record and so never raises the mark; records read ahead do not raise it either.
+
+    Every raise proves the lease fence in its own transaction (a stale executor may still read, but can
+    hand nothing to a provider) and is retried after an infrastructure failure (``retrying``). A raise
+    that fails in the background is not lost: it fails the ``cover`` of the first record that needs it,
+    which then is not sent and the run stops.
     """
 
     def __init__(
@@ -84,18 +101,33 @@ class SnapshotRecipientSource:
         guard: LeaseGuard,
         snapshot: RunSnapshot,
         ledger: ExecutionLedger,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``monotonic`` times the dispatch pace (the engine's clock in tests)."""
         self._uow = uow
         self._guard = guard
         self._snapshot = snapshot
         self._ledger = ledger
+        self._monotonic = monotonic
         self._scope = RecipientScope.of(snapshot)
         self._after: int | None = None
         self._exhausted = False
+        self._last_read = 0
+        """The mark never passes the last sequence read: nothing beyond it can have been dispatched."""
+        self._batch = 1
+        """Records per read, the largest chunk."""
+        self._density = 1.0
+        """Records per sequence in the last read: 1 in a snapshot, less in a resend run's retry set."""
         self._marked = 0
         """The highest mark known to be stored."""
-        self._marking: asyncio.Task[None] | None = None
-        self._marking_to = 0
+        self._planned = 0
+        """The highest mark stored or being stored."""
+        self._ahead_at = 0
+        """Starting a record at or past this sequence raises the next chunk in the background."""
+        self._raising: asyncio.Task[None] | None = None
+        self._paced: tuple[float, int] | None = None
+        """(when, sequence) of the last raise, to measure the dispatch pace by."""
 
     async def open(self) -> None:
         async with self._uow(read_only=True) as uow:
@@ -111,24 +143,59 @@ class SnapshotRecipientSource:
             return ()
         records = page.items
         last = records[-1].sequence
-        if self._marked < last:
-            marking = self._marking
-            if marking is not None and self._marking_to >= last:
-                # Raised ahead while the previous batch was dispatched; a failure surfaces here.
-                await marking
-            if self._marked < last:
-                await self._mark(last)
-        self._after = last
+        start = records[0].sequence - 1 if after is None else after
+        self._density = len(records) / (last - start)
+        self._batch = max(1, max_items)
+        self._after = self._last_read = last
         self._exhausted = not page.has_more
-        ahead = last + max_items
-        if not self._scope.resend:
-            # Sequences are dense 1..n in a snapshot: the mark never needs to pass its last recipient.
-            ahead = max(last, min(ahead, self._snapshot.audience.recipient_count))
-        if not self._exhausted and ahead > self._marked and (self._marking is None or self._marking.done()):
-            self._marking_to = ahead
-            self._marking = asyncio.create_task(self._mark(ahead))
-            self._marking.add_done_callback(_retrieve)
         return records
+
+    def covers(self, sequence: int) -> bool:
+        if sequence >= self._ahead_at:
+            self._raise_ahead(sequence)
+        return sequence <= self._marked
+
+    async def cover(self, sequence: int) -> None:
+        while sequence > self._marked:
+            raising = self._raising
+            if raising is None or (raising.done() and not _failed(raising)):
+                raising = self._raise(sequence)
+            # Shielded: a waiter that is cancelled must not cancel a write other records wait for. A
+            # failed raise stays failed, so it fails every record that needs it.
+            await asyncio.shield(raising)
+
+    def _raise_ahead(self, sequence: int) -> None:
+        """Raise the next chunk in the background, unless a raise is under way (or failed: it surfaces in
+        ``cover``) or nothing beyond the mark has been read yet (the next ``covers`` tries again)."""
+        raising = self._raising
+        if raising is not None and (not raising.done() or _failed(raising)):
+            return
+        if self._planned < self._last_read:
+            self._raise(sequence)
+
+    def _raise(self, sequence: int) -> asyncio.Task[None]:
+        """Start raising the mark through ``sequence`` and the chunk that follows the mark or it."""
+        base = max(self._planned, sequence - 1)
+        target = max(sequence, min(self._last_read, base + self._chunk(sequence)))
+        self._planned = target
+        self._ahead_at = base + (target - base + 1) // 2
+        self._raising = task = asyncio.create_task(self._mark(target))
+        task.add_done_callback(_retrieve)
+        return task
+
+    def _chunk(self, sequence: int) -> int:
+        """Sequences one raise covers: about a second of the dispatch pace since the last raise, within
+        the floor and a read batch (converted from records to sequences by the density of the set)."""
+        now = self._monotonic()
+        paced, self._paced = self._paced, (now, sequence)
+        floor = math.ceil(min(_MIN_CHUNK, self._batch) / self._density)
+        cap = math.ceil(self._batch / self._density)
+        if paced is None:
+            return floor
+        elapsed = now - paced[0]
+        if elapsed <= 0:
+            return cap
+        return max(floor, min(cap, round((sequence - paced[1]) / elapsed * _PACE_WINDOW)))
 
     async def _mark(self, through: int) -> None:
         snapshot, guard = self._snapshot, self._guard
@@ -140,14 +207,18 @@ class SnapshotRecipientSource:
         self._marked = max(self._marked, through)
 
     async def close(self) -> None:
-        marking, self._marking = self._marking, None
-        if marking is not None:
-            # Only ever raised beyond what was handed out: a failure here loses nothing.
+        raising, self._raising = self._raising, None
+        if raising is not None:
+            # Only ever raised for records that have not started yet: a failure here loses nothing.
             with contextlib.suppress(Exception):
-                await marking
+                await raising
+
+
+def _failed(task: asyncio.Task[None]) -> bool:
+    return task.cancelled() or task.exception() is not None
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:
-    # A failed mark ahead is awaited (and raised) by the batch that needs it, or dropped unneeded.
+    # A failed raise is awaited (and raised) by the record that needs it, or dropped unneeded.
     if not task.cancelled():
         task.exception()
