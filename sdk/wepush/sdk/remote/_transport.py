@@ -161,5 +161,12 @@ class RetryingRestClient:
             attempt += 1
 
     def _pause(self, method: str, url: str, delay: float, reason: str) -> None:
-        _log.info("retrying %s %s in %.2fs after %s", method, path_of(url), delay, reason)
+        _log.info(
+            "retrying %s %s in %.2fs after %s",
+            method,
+            path_of(url),
+            delay,
+            reason,
+            extra={"event": "SDK_REQUEST_RETRY"},
+        )
         self._sleep(delay)
