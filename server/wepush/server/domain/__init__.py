@@ -48,6 +48,7 @@ from ._common import (
 from ._errors import (
     ArtifactStoreUnreachable,
     DatabaseBusy,
+    DatabaseUnavailable,
     DomainError,
     DuplicateResource,
     IdempotencyConflict,
@@ -149,6 +150,7 @@ __all__ = [
     "Clock",
     "CommittedImport",
     "DatabaseBusy",
+    "DatabaseUnavailable",
     "DomainError",
     "DuplicateResource",
     "EnrollmentToken",

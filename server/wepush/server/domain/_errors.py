@@ -27,6 +27,19 @@ class DatabaseBusy(DomainError):
         super().__init__("The database is busy with other writes; nothing was done, retry shortly.")
 
 
+class DatabaseUnavailable(DomainError):
+    """The database cannot be used right now: it does not answer, refused or lost the connection, or
+    (standalone) its disk is full or read-only. A transient outage for the caller, not a fault of the
+    request: 503 with Retry-After, as ``/health/ready`` shows (check ``database``). A write interrupted
+    before its commit was rolled back; send it again (with its Idempotency-Key) once the database is back."""
+
+    code: ClassVar[str] = "SERVICE_NOT_READY"
+    retry_after_seconds: ClassVar[int] = 10
+
+    def __init__(self) -> None:
+        super().__init__("The database cannot be used right now; retry shortly.")
+
+
 class ArtifactStoreUnreachable(DomainError):
     """The store that holds artifact bytes cannot be reached (no connection, a timeout) or answers with
     a server error. Nothing was lost: the same request succeeds once the store is back, which

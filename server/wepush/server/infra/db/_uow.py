@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -11,7 +12,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
 from sqlalchemy.pool import Pool, QueuePool, SingletonThreadPool, StaticPool
 
-from wepush.server.domain import Clock, DatabaseBusy, utc_now
+from wepush.server.domain import Clock, DatabaseBusy, DatabaseUnavailable, utc_now
 
 from ._repo_agents import SqlAgentOutboxRepository, SqlAgentRepository
 from ._repo_audience import SqlAudienceImportRepository, SqlAudienceRepository
@@ -26,7 +27,13 @@ from ._repo_resources import (
 )
 from ._repo_runs import SqlRunItemRepository, SqlRunRepository
 from ._repo_workspace import SqlApiTokenRepository, SqlSecretRecordRepository, SqlWorkspaceRepository
-from .engine import READ_ONLY_OPTION, is_sqlite_busy
+from .engine import READ_ONLY_OPTION, is_database_unavailable, is_sqlite_busy
+
+
+async def _close_quietly(conn: AsyncConnection) -> None:
+    """Give the connection back; one the server dropped may fail to close, which changes nothing."""
+    with contextlib.suppress(Exception):
+        await conn.close()
 
 
 class _Repositories:
@@ -70,18 +77,25 @@ class SqlUnitOfWork:
     async def __aenter__(self) -> SqlUnitOfWork:
         if self._conn is not None:
             raise RuntimeError("this unit of work is already in a transaction")
-        conn = await self._engine.connect()
+        try:
+            conn = await self._engine.connect()
+        except Exception as error:
+            if is_database_unavailable(error, connecting=True):
+                raise DatabaseUnavailable() from error
+            raise
         try:
             if self._read_only:
                 conn = await conn.execution_options(**{READ_ONLY_OPTION: True})
             self._tx = await conn.begin()
         except OperationalError as error:
-            await conn.close()
+            await _close_quietly(conn)
             if is_sqlite_busy(error):
                 raise DatabaseBusy() from None
+            if is_database_unavailable(error):
+                raise DatabaseUnavailable() from error
             raise
         except BaseException:
-            await conn.close()
+            await _close_quietly(conn)
             raise
         self._conn = conn
         self._repos = _Repositories(conn, self._clock)
@@ -103,8 +117,18 @@ class SqlUnitOfWork:
                 await tx.commit()
             else:
                 await tx.rollback()
-        finally:
-            await conn.close()
+        except Exception as error:
+            # A lost connection fails the rollback too: what the caller is told is the outage.
+            await _close_quietly(conn)
+            if is_database_unavailable(error):
+                raise DatabaseUnavailable() from error
+            if exc is None:
+                raise
+            return
+        await conn.close()
+        if exc is not None and is_database_unavailable(exc) and not isinstance(exc, DatabaseUnavailable):
+            # The outage met inside the transaction, told as one (503, Retry-After), not as a fault.
+            raise DatabaseUnavailable() from exc
 
     @property
     def _r(self) -> _Repositories:

@@ -11,10 +11,12 @@ PostgreSQL (server mode): asyncpg with a configurable pool.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -100,6 +102,39 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: ConnectionPoolE
     dbapi_connection.create_function(SQLITE_LOWER, 1, postgres_lower, deterministic=True)
 
 
+#: SQLite's words for a database it cannot write at all: a full disk, a failing one, a read-only file.
+_SQLITE_UNUSABLE = ("database or disk is full", "disk i/o error", "attempt to write a readonly database")
+#: PostgreSQL SQLSTATE classes and codes of a server that is gone or refusing work, not of a bad
+#: statement: connection exceptions (08), insufficient resources (53), operator intervention (57P01..03).
+_PG_UNAVAILABLE_STATES = ("08", "53", "57P01", "57P02", "57P03")
+
+
+def is_database_unavailable(error: BaseException, *, connecting: bool = False) -> bool:
+    """Whether ``error`` says the database cannot be used now (an outage), rather than that a statement
+    was wrong: no connection, a connection lost, a server shutting down or out of connections, the pool
+    exhausted, or SQLite's disk full or read-only. A bare ``OSError`` counts only while ``connecting``:
+    raised inside a transaction it may be any file's."""
+    if isinstance(error, sa_exc.TimeoutError):
+        return True  # the pool had no connection to give within its timeout
+    if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
+        return True
+    if not isinstance(error, sa_exc.DBAPIError) and not connecting:
+        return False
+    cause = getattr(error, "orig", None) or error
+    if isinstance(cause, (OSError, asyncio.TimeoutError)):
+        return True  # refused, unreachable, a socket that is not there, a connect that timed out
+    state = getattr(cause, "sqlstate", None)
+    if isinstance(state, str) and state.startswith(_PG_UNAVAILABLE_STATES):
+        return True
+    if (
+        type(cause).__name__ in ("ConnectionDoesNotExistError", "InterfaceError")
+        and "connection" in str(cause).lower()
+    ):
+        return True
+    text = str(cause).lower()
+    return any(words in text for words in _SQLITE_UNUSABLE)
+
+
 def is_sqlite_busy(error: BaseException) -> bool:
     """Whether ``error`` (a driver's or SQLAlchemy's) is SQLite giving up on a lock after its busy timeout."""
     text = str(getattr(error, "orig", None) or error)
@@ -116,6 +151,7 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
     "PoolSettings",
     "create_database",
+    "is_database_unavailable",
     "is_sqlite_busy",
     "normalize_database_url",
 ]
