@@ -8,7 +8,14 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import TypeVar
 
-from wepush.server.domain import DomainError, LeaseFence, UnitOfWork, UnitOfWorkFactory
+from wepush.server.domain import (
+    DatabaseBusy,
+    DatabaseUnavailable,
+    DomainError,
+    LeaseFence,
+    UnitOfWork,
+    UnitOfWorkFactory,
+)
 
 __all__ = ["LeaseGuard", "TransactionScope", "plain_transactions", "retrying"]
 
@@ -65,6 +72,11 @@ async def retrying(operation: Callable[[], Awaitable[T]], *, attempts: int = 4, 
     for attempt in range(1, attempts + 1):
         try:
             return await operation()
+        except (DatabaseBusy, DatabaseUnavailable):
+            # Told as domain errors to API callers (503), but a glitch to a transaction run again here.
+            if attempt == attempts:
+                raise
+            await asyncio.sleep(delay * 2 ** (attempt - 1))
         except DomainError:
             raise
         except Exception:
