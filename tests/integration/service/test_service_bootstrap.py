@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 import stat
 from pathlib import Path
@@ -129,6 +130,28 @@ async def test_readiness_is_down_while_secrets_use_a_key_version_the_key_file_la
     assert "master key version 9" in secrets["detail"]
     assert "copy the key file" in secrets["detail"]
     assert restored.status_code == 200
+    assert restored.json()["checks"]["secrets"]["status"] == "UP"
+
+
+async def test_readiness_is_down_once_the_key_file_no_longer_holds_a_version_in_use(tmp_path: Path) -> None:
+    """Another data directory sharing the key file rotated and retired version 1: this instance still
+    opens its secrets from memory, but would not start again; readiness says so while it can be fixed."""
+    config = standalone_config(tmp_path)
+    async with running_app(config) as app:
+        key_file = config.secrets.master_key_file
+        saved = key_file.read_text(encoding="utf-8")
+        ring = json.loads(saved)
+        ring["keys"] = {"2": next(iter(ring["keys"].values()))}
+        ring["active"] = 2
+        key_file.write_text(json.dumps(ring), encoding="utf-8")
+        retired = await app.client.get("/health/ready")
+        key_file.write_text(saved, encoding="utf-8")
+        restored = await app.client.get("/health/ready")
+
+    assert retired.status_code == 503
+    secrets = retired.json()["checks"]["secrets"]
+    assert secrets["status"] == "DOWN"
+    assert "no longer holds master key version 1" in secrets["detail"]
     assert restored.json()["checks"]["secrets"]["status"] == "UP"
 
 

@@ -393,6 +393,7 @@ class ServiceRuntime:
                 samples = [await unit.secret_records.first_wrapped_by(v) for v in sorted(in_use)]
             try:
                 missing = store.lacks(in_use)
+                removed = store.missing_from_source(in_use)
             except (MasterKeyError, OSError) as exc:
                 return CheckResult("secrets", False, str(exc))
             # A version number is not enough: a copy of another key file may hold another key under it.
@@ -405,6 +406,16 @@ class ServiceRuntime:
                     f"this instance's key file holds a different key under master key version {versions}, "
                     "which cannot open the secrets wrapped by it; copy the key file from the host where "
                     "the version was added",
+                )
+            if removed and not missing:
+                versions = ", ".join(map(str, removed))
+                return CheckResult(
+                    "secrets",
+                    False,
+                    f"the key file no longer holds master key version {versions}, which secrets of this "
+                    "database use (retired from a key file shared with another data directory?); this "
+                    "instance opens them only until it stops, and will not start again: put the version "
+                    "back into the key file from its backup",
                 )
             if missing:
                 # Another host rotated, and this one's key file has not been given the new version: every

@@ -80,6 +80,15 @@ class LocalEnvelopeSecretStore:
             unknown = [version for version in unknown if version not in self._ring.versions]
         return unknown
 
+    def missing_from_source(self, key_versions: Iterable[int]) -> list[int]:
+        """The versions among ``key_versions`` that the ring's source (the key file) no longer holds,
+        though this process may still hold them in memory: removed there (``wepush secrets retire`` from
+        another data directory sharing the file), such secrets open until this process stops, and its
+        next start is refused."""
+        if self._reload is None:
+            return []
+        return sorted(set(key_versions) - set(self._reload().versions))
+
     @property
     def key_ring(self) -> MasterKeyRing:
         return self._ring
