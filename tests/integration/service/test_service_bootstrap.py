@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -153,6 +155,27 @@ async def test_readiness_is_down_once_the_key_file_no_longer_holds_a_version_in_
     assert secrets["status"] == "DOWN"
     assert "no longer holds master key version 1" in secrets["detail"]
     assert restored.json()["checks"]["secrets"]["status"] == "UP"
+
+
+async def test_readiness_is_down_while_the_disk_it_writes_to_is_nearly_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk refused every write (503 since) while readiness stayed UP; now it says so first."""
+    async with running_app(standalone_config(tmp_path)) as app:
+        roomy = await app.client.get("/health/ready")
+        real = shutil.disk_usage
+
+        def nearly_full(path: str | Path) -> Any:
+            return real(path)._replace(free=5 * 1024 * 1024)
+
+        monkeypatch.setattr(shutil, "disk_usage", nearly_full)
+        full = await app.client.get("/health/ready")
+
+    assert roomy.status_code == 200
+    assert full.status_code == 503
+    checks = full.json()["checks"]
+    assert (checks["database"]["status"], checks["artifacts"]["status"]) == ("DOWN", "DOWN")
+    assert "only 5 MiB free" in checks["database"]["detail"]
 
 
 async def test_readiness_is_down_while_its_key_ring_holds_another_key_under_a_version_in_use(

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import stat
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -25,7 +26,7 @@ from typing import Any, Final
 from sqlalchemy import inspect, make_url, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.plugins import PluginHealth, PluginStatus
@@ -86,7 +87,7 @@ from wepush.server.infra.db import (
     upgrade_database_async,
 )
 from wepush.server.infra.events import RunEventBroker, StoredRunEvents
-from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
+from wepush.server.infra.execution import AgentNameInUse, EmbeddedAgent, EmbeddedAgentSettings
 from wepush.server.infra.logging import current_trace_id, get_redactor
 from wepush.server.infra.metrics import PrometheusMetrics
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyError, MasterKeyRing
@@ -291,6 +292,22 @@ def preflight(config: ServiceConfig) -> None:
             raise StartupRefused(f"artifacts: {exc}") from None
 
 
+#: Below this much free space on a disk the standalone Service writes to, it reports itself unready:
+#: writes are about to fail (SQLite answers "database or disk is full", then every write is refused).
+MIN_FREE_BYTES: Final = 64 * 1024 * 1024
+
+
+def disk_short_of_space(directory: Path) -> str | None:
+    """What to say when the disk holding ``directory`` has less than :data:`MIN_FREE_BYTES` free."""
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return None  # not there (yet): the writability checks say so
+    if free >= MIN_FREE_BYTES:
+        return None
+    return f"only {free // (1024 * 1024)} MiB free on the disk of {directory}; free some space"
+
+
 def lock_database(config: ServiceConfig) -> DatabaseLock | None:
     """Standalone's exclusive hold on its SQLite file (``_database_lock.py``); refused while another
     live Service holds it."""
@@ -366,6 +383,8 @@ class ServiceRuntime:
     metrics: PrometheusMetrics | None = None
     database_lock: DatabaseLock | None = None
     on_started: list[Callable[[ServiceRuntime], Any]] = field(default_factory=list)
+    #: Why the start was refused, in the one line the operator is shown (``None``: not refused).
+    refusal: str | None = None
 
     def _checks(self) -> None:
         engine = self.engine
@@ -376,6 +395,10 @@ class ServiceRuntime:
                 # A reader: on SQLite a writing connection would queue behind any writer for 30 s.
                 connection = await connection.execution_options(**{READ_ONLY_OPTION: True})
                 await connection.execute(text("SELECT 1"))
+            database_file = sqlite_database_file(self.config.database.url)
+            short = None if database_file is None else disk_short_of_space(database_file.parent)
+            if short is not None:
+                return CheckResult("database", False, f"reachable, but {short}")
             return CheckResult("database", True, "reachable")
 
         async def migrations() -> CheckResult:
@@ -437,8 +460,10 @@ class ServiceRuntime:
                     return CheckResult("artifacts", False, str(exc))
                 return CheckResult("artifacts", True, "bucket reachable")
             directory = self.config.artifacts.directory
-            ok = directory.is_dir() and os.access(directory, os.W_OK)
-            return CheckResult("artifacts", ok, "writable" if ok else "artifact directory not writable")
+            if not (directory.is_dir() and os.access(directory, os.W_OK)):
+                return CheckResult("artifacts", False, "artifact directory not writable")
+            short = disk_short_of_space(directory)
+            return CheckResult("artifacts", short is None, short or "writable")
 
         async def providers() -> CheckResult:
             # A DEGRADED catalog still serves the providers that loaded; the detail says what did not.
@@ -713,10 +738,56 @@ def build_service_app(
 
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
-        await runtime.start()
+        try:
+            await runtime.start()
+        except Exception as exc:
+            runtime.refusal = start_refusal(exc)
+            raise
         try:
             yield
         finally:
             await runtime.stop()
 
-    return create_app(services, lifespan=lifespan, wrap=_wrap(config, services)), runtime
+    middlewares = _wrap(config, services)
+    app = create_app(
+        services, lifespan=lifespan, wrap=lambda inner: RefusedStartReport(middlewares(inner), runtime)
+    )
+    return app, runtime
+
+
+def start_refusal(exc: BaseException) -> str | None:
+    """The one line a start that failed on something for the operator to fix says (what :func:`preflight`
+    says of the same causes, met there first as a rule), or ``None`` for a fault, whose traceback is the
+    report. The lifespan meets these when preflight could not (a live instance holding the embedded
+    agent's name, a bootstrap token file that cannot be written) or when a cause appeared since."""
+    if isinstance(exc, StartupRefused | AgentNameInUse):
+        return str(exc)
+    if isinstance(exc, MasterKeyError):
+        return f"master key: {exc}"
+    if isinstance(exc, ArtifactStoreUnavailable):
+        return f"artifacts: {exc}"
+    if isinstance(exc, UnknownSchemaRevision):
+        return f"database: {exc}"
+    return None
+
+
+class RefusedStartReport:
+    """Tells the server a refused start in its one line, not in the traceback Starlette sends with every
+    failed start: uvicorn logs that message as is, so a refusal read as a 40-line crash."""
+
+    def __init__(self, app: ASGIApp, runtime: ServiceRuntime) -> None:
+        self._app = app
+        self._runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self._app(scope, receive, send)
+            return
+
+        async def report(message: Message) -> None:
+            refusal = self._runtime.refusal
+            if message["type"] == "lifespan.startup.failed" and refusal is not None:
+                message = {**message, "message": refusal}
+            await send(message)
+
+        await self._app(scope, receive, report)
