@@ -4,6 +4,7 @@ What one instance stores, the other serves; neither keeps artifacts of its own."
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from pathlib import Path
 
@@ -209,3 +210,16 @@ async def test_an_instance_started_under_a_live_instances_name_refuses_before_fa
         after = await first.client.get(f"{imports}/{import_id}", headers=first.admin())
 
     assert after.json()["state"] == "STAGING"
+
+
+async def test_server_mode_on_local_artifacts_warns_that_instances_must_share_the_directory(
+    tmp_path: Path, postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    env = _server_env(tmp_path, postgres_url, {})
+    await upgrade_database_async(postgres_url)
+    caplog.set_level(logging.WARNING, logger="wepush.server")
+    async with service(tmp_path / "a", **env) as app:
+        directory = app.runtime.config.artifacts.directory
+
+    [warning] = [r for r in caplog.records if getattr(r, "event", None) == "ARTIFACTS_LOCAL_IN_SERVER_MODE"]
+    assert str(directory) in warning.getMessage()

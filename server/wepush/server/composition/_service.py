@@ -356,6 +356,15 @@ async def _artifact_store(config: ServiceConfig) -> ArtifactStore:
         await store.check()
         return store
     config.artifacts.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not config.standalone:
+        # Valid for one instance, or a directory every instance mounts; with several instances on
+        # their own disks, each serves only the artifacts its own runs wrote.
+        _log.warning(
+            "server mode keeps artifacts in the local directory %s: every instance must share it, or "
+            "use an S3-compatible bucket (artifacts.type: s3)",
+            config.artifacts.directory,
+            extra={"event": "ARTIFACTS_LOCAL_IN_SERVER_MODE"},
+        )
     return LocalArtifactStore(config.artifacts.directory)
 
 
