@@ -195,9 +195,9 @@ class AudienceService:
                 position=lambda snapshot: snapshot.revision,
             )
 
-    async def get_snapshot(
+    async def _authorize_snapshot_read(
         self, principal: Principal, workspace_id: str, snapshot_id: str
-    ) -> AudienceSnapshot:
+    ) -> None:
         await self._authorize(
             principal,
             workspace_id,
@@ -206,6 +206,11 @@ class AudienceService:
             snapshot_id,
             resource_type=SNAPSHOT_RESOURCE,
         )
+
+    async def get_snapshot(
+        self, principal: Principal, workspace_id: str, snapshot_id: str
+    ) -> AudienceSnapshot:
+        await self._authorize_snapshot_read(principal, workspace_id, snapshot_id)
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
             return await uow.audiences.get_snapshot(workspace_id, snapshot_id, of_live_audience=True)
@@ -213,14 +218,7 @@ class AudienceService:
     async def list_recipients(
         self, principal: Principal, workspace_id: str, snapshot_id: str, page: PageRequest[int]
     ) -> Page[Recipient, int]:
-        await self._authorize(
-            principal,
-            workspace_id,
-            Role.VIEWER,
-            "audience_snapshot.read",
-            snapshot_id,
-            resource_type=SNAPSHOT_RESOURCE,
-        )
+        await self._authorize_snapshot_read(principal, workspace_id, snapshot_id)
         async with self._deps.uow(read_only=True) as uow:
             await ensure_workspace(uow, principal, workspace_id)
             # The snapshot lookup is what scopes the recipients to the caller's workspace.
