@@ -2,13 +2,16 @@
 
 Each loads the Service's configuration the same way, and each ends in one line on standard error when it
 cannot go on — a precondition to fix, an unreadable key, a database it cannot reach — never a stack
-trace, and never the database driver's text, which may quote connection details.
+trace, and never a database server driver's text, which may quote connection details (SQLite's quotes
+none, and is what the operator needs: a read-only or missing directory).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import socket
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -51,7 +54,7 @@ def run_operator(command: str, work: Callable[[], str], *, report_to: TextIO | N
     """Run ``work``; its report goes to ``report_to`` (standard output unless told), a failure to stderr."""
     from sqlalchemy.exc import DBAPIError
 
-    from wepush.server.domain.secrets import MasterKeyError
+    from wepush.server.domain.secrets import SecretDecryptionError, SecretStoreError
     from wepush.server.infra.db import UnknownSchemaRevision
 
     try:
@@ -59,13 +62,21 @@ def run_operator(command: str, work: Callable[[], str], *, report_to: TextIO | N
     except Unhealthy as unhealthy:
         (report_to or sys.stdout).write(unhealthy.report + "\n")
         return EXIT_FAILED
-    except (Refused, MasterKeyError, UnknownSchemaRevision) as exc:
+    except SecretDecryptionError as exc:
+        # Says nothing of which secret or why, on purpose; the operator's next step is the status report.
+        return _failed(
+            command,
+            f"{exc} with the master key ring; 'wepush secrets status' shows which key versions it cannot open",
+        )
+    except (Refused, SecretStoreError, UnknownSchemaRevision) as exc:
         return _failed(command, str(exc))
     except DBAPIError as exc:
-        return _failed(
-            command, f"cannot use the database ({_driver_error(exc)}); check database.url and its server"
-        )
-    except (ConnectionError, TimeoutError, socket.gaierror) as exc:
+        return _failed(command, _database_unusable(exc))
+    except TimeoutError as exc:
+        # asyncpg's connection attempt gave up; its TimeoutError has no text of its own.
+        said = str(exc) or f"no answer within {_connect_timeout():g} s"
+        return _failed(command, f"cannot reach the database server ({said}); check database.url")
+    except (ConnectionError, socket.gaierror) as exc:
         # What asyncpg raises itself when the server does not answer: an address, never a password.
         return _failed(command, f"cannot reach the database server ({exc}); check database.url")
     except OSError as exc:
@@ -75,11 +86,27 @@ def run_operator(command: str, work: Callable[[], str], *, report_to: TextIO | N
     return 0
 
 
-def _driver_error(exc: BaseException) -> str:
-    """The driver's own error class (``InvalidCatalogNameError`` …): it says what is wrong, quoting nothing."""
+def _database_unusable(exc: BaseException) -> str:
+    """Why the database cannot be used, said without quoting a credential.
+
+    A server's driver (asyncpg) may quote the URL's user or host in its text: only its error class is
+    named (``InvalidCatalogNameError`` …). SQLite's text names no file and no credential, and it is what
+    the operator needs ("attempt to write a readonly database", "unable to open database file")."""
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    return type(exc).__name__
+    if isinstance(exc, sqlite3.Error):
+        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"cannot use the SQLite database ({said})"
+    return f"cannot use the database ({type(exc).__name__}); check database.url and its server"
+
+
+def _connect_timeout() -> float:
+    """How long asyncpg waits for a server to answer a connection attempt: its own default, since the
+    Service sets none (a ``timeout`` in the URL reaches asyncpg as text, which it cannot use)."""
+    import asyncpg  # type: ignore[import-untyped]  # no stubs; only its signature is read
+
+    default = inspect.signature(asyncpg.connect).parameters["timeout"].default
+    return float(default)
 
 
 def _failed(command: str, message: str) -> int:

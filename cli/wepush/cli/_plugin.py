@@ -38,6 +38,7 @@ def _key_texts(values: Sequence[str]) -> list[str]:
     for number, value in enumerate(values, start=1):
         path = Path(value)
         if not path.is_file():
+            _refuse_a_missing_key_file(number, value)
             texts.append(value)
             continue
         try:
@@ -48,6 +49,24 @@ def _key_texts(values: Sequence[str]) -> list[str]:
                 f"trusted key #{number}: {path} is not ASCII text (a base64 or PEM public key)"
             ) from None
     return texts
+
+
+def _refuse_a_missing_key_file(number: int, value: str) -> None:
+    """A value that is no key and reads as a path (a directory, or one with a dot or a slash, which a
+    base64 key only may have) is a key file that is not there: say so, rather than that it is not base64."""
+    from wepush.agent.providers.plugins import PublisherKeyError, load_public_key
+
+    path = Path(value)
+    if path.is_dir():
+        raise PublisherKeyError(f"trusted key #{number}: {path} is a directory, not a public key file")
+    if value.lstrip().startswith("-----BEGIN") or not ("." in value or os.sep in value):
+        return
+    try:
+        load_public_key(value)
+    except PublisherKeyError:
+        raise PublisherKeyError(
+            f"trusted key #{number}: {path} does not exist (and is not a base64 or PEM public key)"
+        ) from None
 
 
 def _loader(action: str, args: argparse.Namespace, directory: Path) -> PluginLoader | int:

@@ -95,6 +95,16 @@ def load_ring(config: ServiceConfig) -> MasterKeyRing:
     return load_key_ring(config)
 
 
+async def require_ring_opens_secrets(config: ServiceConfig, ring: MasterKeyRing, outcome: str) -> None:
+    """Refuse a key ring that cannot open the database's secrets (a version missing, or another key under
+    a version's number), in one line ending with ``outcome``: what the refusal left as it was."""
+    from wepush.server.composition._service import oldest_sealed_secrets, ring_mismatch
+
+    mismatch = ring_mismatch(config, ring, await oldest_sealed_secrets(config.database.url))
+    if mismatch:
+        raise Refused(f"{mismatch}; {outcome}")
+
+
 async def _with_rewrap(
     config: ServiceConfig,
     ring: MasterKeyRing,
@@ -103,7 +113,6 @@ async def _with_rewrap(
     refuse_mismatch: bool = True,
 ) -> str:
     from wepush.server.application.master_key import MasterKeyRewrap
-    from wepush.server.composition._service import oldest_sealed_secrets, ring_mismatch
     from wepush.server.domain import utc_now
     from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
     from wepush.server.infra.secrets import LocalEnvelopeSecretStore
@@ -113,9 +122,7 @@ async def _with_rewrap(
     if refuse_mismatch:
         # Before anything changes: a rotation under a key that cannot open the secrets would add a
         # version to the file and then fail on the first secret it tried to re-wrap.
-        mismatch = ring_mismatch(config, ring, await oldest_sealed_secrets(config.database.url))
-        if mismatch:
-            raise Refused(f"{mismatch}; nothing was changed")
+        await require_ring_opens_secrets(config, ring, "nothing was changed")
     engine = create_database(config.database.url)
     try:
         store = LocalEnvelopeSecretStore(ring)

@@ -99,5 +99,13 @@ def serve(*, config_file: Path | None, host: str | None, port: int | None, data_
         ),
         runtime,
     )
-    server.run()
+    try:
+        server.run()
+    except SystemExit:
+        # uvicorn exits (3) when the lifespan's start fails; a refusal there is said as preflight's are.
+        if runtime.refusal is None:
+            raise
+    if runtime.refusal is not None:
+        sys.stderr.write(f"wepush serve: cannot start: {runtime.refusal}\n")
+        return EXIT_UNAVAILABLE
     return 0 if server.started else 1

@@ -31,7 +31,7 @@ from wepush.cli._operator import (
     require_current_schema,
     run_operator,
 )
-from wepush.cli._secrets import load_ring
+from wepush.cli._secrets import load_ring, require_ring_opens_secrets
 from wepush.server.config import ServiceConfig
 
 _STDOUT = "-"
@@ -43,33 +43,35 @@ def add_token_commands(parser: argparse.ArgumentParser) -> None:
     issue = commands.add_parser(
         "issue-system-admin", help="issue a SYSTEM_ADMIN API token (to replace or recover the bootstrap one)"
     )
-    issue.add_argument("--name", required=True, help="the token's name, shown in the token list")
+    # Argument values are checked as argparse reads them: a bad one is a usage error (exit 2, as a
+    # missing --name is), which a script can tell from a database that cannot be reached (exit 1).
+    issue.add_argument("--name", required=True, type=_name, help="the token's name, shown in the token list")
     issue.add_argument("--output", required=True, help="file to create (mode 0600), or - for standard output")
-    issue.add_argument("--expires-at", help="RFC 3339 instant after which the token stops working")
+    issue.add_argument(
+        "--expires-at", type=_expiry, help="RFC 3339 instant after which the token stops working"
+    )
     add_config_arguments(issue)
     issue.set_defaults(handler=_run)
 
 
-def _expiry(text: str | None) -> datetime | None:
-    if text is None:
-        return None
+def _expiry(text: str) -> datetime:
     try:
         instant = datetime.fromisoformat(text)
     except ValueError:
-        raise Refused(
-            f"--expires-at {text[:40]!r} is not an RFC 3339 instant (2027-01-31T00:00:00Z)"
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} is not an RFC 3339 instant (2027-01-31T00:00:00Z)"
         ) from None
     if instant.tzinfo is None:
-        raise Refused("--expires-at needs a time zone (Z or an offset such as +08:00)")
+        raise argparse.ArgumentTypeError("needs a time zone (Z or an offset such as +08:00)")
     if instant <= datetime.now(UTC):
-        raise Refused("--expires-at is in the past: the token would never work")
+        raise argparse.ArgumentTypeError("is in the past: the token would never work")
     return instant
 
 
 def _name(text: str) -> str:
     name = text.strip()
     if not 1 <= len(name) <= _MAX_NAME_CHARS or not name.isprintable():
-        raise Refused(f"--name must be 1..{_MAX_NAME_CHARS} printable characters")
+        raise argparse.ArgumentTypeError(f"must be 1..{_MAX_NAME_CHARS} printable characters")
     return name
 
 
@@ -116,11 +118,15 @@ async def _issue(config: ServiceConfig, args: argparse.Namespace) -> str:
     from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
     from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
-    name, expires_at = _name(args.name), _expiry(args.expires_at)
+    name: str = args.name
+    expires_at: datetime | None = args.expires_at
     delivery = _Delivery(args.output)
     ensure_database_file(config.database.url)
     await require_current_schema(config.database.url)
     ring = load_ring(config)
+    # The token pepper is a sealed secret: a key file that cannot open it (a key made anew after the real
+    # one was lost, another database's file) is said in one line, as rotate says it, not as a traceback.
+    await require_ring_opens_secrets(config, ring, "no token was issued")
     engine = create_database(config.database.url)
     try:
         uow = SqlUnitOfWorkFactory(engine)

@@ -8,6 +8,7 @@ import socket
 import sqlite3
 from pathlib import Path
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 
 from tests.fixtures.db import POSTGRES_ADMIN_DSN, run_blocking
@@ -166,3 +167,56 @@ def test_on_a_schema_a_newer_release_declared_fit_the_commands_run_and_migrate_c
     assert main(["secrets", "rewrap"]) == 0
     assert capsys.readouterr().err == ""
     assert current_revision(url) == NEWER_REVISION
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c[:2]))
+def test_a_sqlite_database_that_cannot_be_opened_is_named_as_sqlite_says_it(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    # A directory where the database file should be: what a data directory on a read-only or vanished
+    # mount gives too. There is no server to check, and SQLite's text quotes no credential.
+    monkeypatch.setenv("WEPUSH_DATABASE_URL", f"sqlite+aiosqlite:///{data_dir}")
+
+    assert main(command) == 1
+
+    line = _one_line_failure(capsys, command)
+    assert line.endswith(": cannot use the SQLite database (unable to open database file)")
+    assert "server" not in line
+
+
+def test_a_read_only_sqlite_database_says_so(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = data_dir / "read-only.db"
+    database.touch()
+    monkeypatch.setenv("WEPUSH_DATABASE_URL", f"sqlite+aiosqlite:///file:{database}?mode=ro&uri=true")
+
+    assert main(["migrate"]) == 1
+
+    # It used to say "cannot use the database (OperationalError); check database.url and its server".
+    assert _one_line_failure(capsys, ["migrate"]) == (
+        "wepush migrate: cannot use the SQLite database (attempt to write a readonly database)"
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c[:2]))
+def test_a_database_server_that_never_answers_is_named_with_the_time_waited(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    # The kernel completes the connection of a listening socket nobody accepts from: the server "accepts"
+    # and then never answers. asyncpg's connection timeout (60 s unless told) is shortened for the test.
+    monkeypatch.setitem(asyncpg.connect.__kwdefaults__, "timeout", 0.5)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        monkeypatch.setenv(
+            "WEPUSH_DATABASE_URL", f"postgresql+asyncpg://wepush:{PASSWORD}@127.0.0.1:{port}/w"
+        )
+
+        assert main(command) == 1
+
+    # It used to say "cannot reach the database server ()": a TimeoutError has no text of its own.
+    assert _one_line_failure(capsys, command).endswith(
+        ": cannot reach the database server (no answer within 0.5 s); check database.url"
+    )

@@ -7,9 +7,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from tests.helpers_app import running_app, standalone_config
 from wepush.cli.main import main
+from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
+from wepush.server.infra.secrets import MasterKeyRing
 
 API = "/api/v1"
 
@@ -91,24 +94,33 @@ async def test_the_token_goes_to_standard_output_only_when_asked(
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
-        (["--expires-at", "2020-01-01T00:00:00Z"], "in the past"),
-        (["--expires-at", "2099-01-01T00:00:00"], "needs a time zone"),
-        (["--expires-at", "next week"], "is not an RFC 3339 instant"),
-        (["--name", " "], "--name must be"),
+        (["--expires-at", "2020-01-01T00:00:00Z"], "argument --expires-at: is in the past"),
+        (["--expires-at", "2099-01-01T00:00:00"], "argument --expires-at: needs a time zone"),
+        (["--expires-at", "tomorrow"], "argument --expires-at: 'tomorrow' is not an RFC 3339 instant"),
+        (["--name", ""], "argument --name: must be 1..200 printable characters"),
+        (["--name", " "], "argument --name: must be 1..200 printable characters"),
     ],
 )
-async def test_bad_arguments_issue_nothing(
+async def test_bad_argument_values_are_usage_errors_and_issue_nothing(
     tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str], extra: list[str], says: str
 ) -> None:
     config = standalone_config(tmp_path)
-    async with running_app(config):
-        pass
+    async with running_app(config) as app:
+        before = await _token_names(app)
     output = tmp_path / "never.token"
 
-    assert await _cli("--name", "x", "--output", str(output), *extra) == 1
+    # Exit 2, as argparse's own errors (a missing --name): a script tells a bad invocation from a
+    # database that is down (1). They used to exit 1.
+    with pytest.raises(SystemExit) as exited:
+        await _cli("--name", "x", "--output", str(output), *extra)
 
-    assert says in capsys.readouterr().err
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"wepush token issue-system-admin: error: {says}" in err
+    assert "Traceback" not in err
     assert not output.exists()
+    async with running_app(config) as app:
+        assert await _token_names(app) == before
 
 
 async def test_an_existing_file_is_never_written_over_and_no_token_is_issued(
@@ -126,6 +138,71 @@ async def test_an_existing_file_is_never_written_over_and_no_token_is_issued(
     assert kept.read_text() == "mine\n"
     async with running_app(config) as app:
         assert await _token_names(app) == before
+
+
+async def test_a_key_file_holding_another_key_is_refused_in_one_line_and_issues_nothing(
+    tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recovery command meets the wrong key file exactly when the operator is recovering: it used to
+    end in a SecretDecryptionError traceback. Now it says what rotate says of the same key file."""
+    config = standalone_config(tmp_path)
+    async with running_app(config) as app:
+        before = await _token_names(app)
+    key_file = tmp_path / "config" / "master.key"
+    original = key_file.read_bytes()
+    key_file.unlink()
+    MasterKeyRing.create_standalone(key_file)  # another install's key: version 1 too, another key
+    capsys.readouterr()
+    output = tmp_path / "ops.token"
+
+    assert await _cli("--name", "ops", "--output", str(output)) == 1
+
+    assert capsys.readouterr().err == (
+        f"wepush token issue-system-admin: the key file {key_file} holds a different key under version 1 "
+        "than the one the database's secrets were sealed with (it cannot open them); put back the key file "
+        "backed up with this database; no token was issued\n"
+    )
+    assert not output.exists()
+    key_file.write_bytes(original)  # the right key back: the Service starts, and holds no new token
+    async with running_app(config) as app:
+        assert await _token_names(app) == before
+
+
+async def test_a_secret_the_key_ring_cannot_open_ends_the_command_in_one_line(
+    tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ring opens the oldest secret (the check before anything is issued), but not another one the
+    command needs: whatever the secret store raises ends in one line, not a traceback."""
+    config = standalone_config(tmp_path)
+    async with running_app(config):
+        pass
+    await _spoil_every_secret_but_the_oldest(config.database.url)
+    capsys.readouterr()
+    output = tmp_path / "ops.token"
+
+    assert await _cli("--name", "ops", "--output", str(output)) == 1
+
+    assert capsys.readouterr().err == (
+        "wepush token issue-system-admin: secret could not be decrypted with the master key ring; "
+        "'wepush secrets status' shows which key versions it cannot open\n"
+    )
+    assert not output.exists()
+
+
+async def _spoil_every_secret_but_the_oldest(url: str) -> None:
+    engine = create_database(url)
+    try:
+        async with SqlUnitOfWorkFactory(engine)(read_only=True) as unit:
+            oldest = await unit.secret_records.first_wrapped_by(1)
+        assert oldest is not None
+        async with engine.begin() as connection:
+            spoilt = await connection.execute(
+                text("UPDATE secret_record SET encrypted_dek = :dek WHERE id != :id"),
+                {"dek": bytes(48), "id": oldest.id},
+            )
+        assert spoilt.rowcount >= 1
+    finally:
+        await engine.dispose()
 
 
 async def test_a_database_the_service_never_started_on_is_refused(

@@ -128,7 +128,7 @@ def test_a_duration_outside_what_the_service_can_use_is_an_error_naming_the_key(
     )
     with pytest.raises(ConfigError) as error:
         load_config(environ={name: value, "WEPUSH_DATA_DIR": str(tmp_path)})
-    assert str(error.value).startswith(f"{key}: {says}")
+    assert str(error.value).startswith(f"environment variable {name}: {key}: {says}")
 
 
 @pytest.mark.parametrize("value", [".nan", ".NaN"])
@@ -139,11 +139,14 @@ def test_a_number_that_is_not_a_number_is_an_error_naming_the_key(tmp_path: Path
         f"wepush:\n  security:\n    rate-limit:\n      requests-per-second: {value}\n",
     )
     with pytest.raises(
-        ConfigError, match=r"^wepush\.security\.rate-limit\.requests-per-second: must be a finite"
+        ConfigError,
+        match=rf"^{re.escape(str(file))}: wepush\.security\.rate-limit\.requests-per-second: must be a finite",
     ):
         load_config(file, environ={"WEPUSH_DATA_DIR": str(tmp_path)})
     with pytest.raises(
-        ConfigError, match=r"^wepush\.security\.rate-limit\.requests-per-second: must be a finite"
+        ConfigError,
+        match=r"^environment variable WEPUSH_SECURITY_RATE_LIMIT_REQUESTS_PER_SECOND: "
+        r"wepush\.security\.rate-limit\.requests-per-second: must be a finite",
     ):
         load_config(
             environ={
@@ -173,7 +176,9 @@ def test_a_database_url_the_service_cannot_open_is_an_error_naming_the_key_not_t
     # These used to pass, and end later in a ValueError or ArgumentError traceback from SQLAlchemy.
     with pytest.raises(ConfigError) as error:
         load_config(environ={"WEPUSH_DATABASE_URL": url, "WEPUSH_DATA_DIR": str(tmp_path)})
-    assert str(error.value).startswith(f"wepush.database.url: {says}")
+    assert str(error.value).startswith(
+        f"environment variable WEPUSH_DATABASE_URL: wepush.database.url: {says}"
+    )
     assert "pw-not-shown" not in str(error.value)
 
 
@@ -193,7 +198,8 @@ def test_a_postgresql_database_type_with_a_sqlite_url_is_an_error(tmp_path: Path
     with pytest.raises(ConfigError) as error:
         load_config(environ=environ)
     assert str(error.value) == (
-        "wepush.database.url: database.type is postgresql, but the URL names a sqlite database"
+        "environment variable WEPUSH_DATABASE_URL: wepush.database.url: database.type is postgresql, but the "
+        "URL names a sqlite database"
     )
 
 
@@ -301,7 +307,9 @@ def test_a_configuration_error_names_the_key_and_the_rule_but_never_the_value(
     with pytest.raises(ConfigError) as raised:
         load_config(environ={**environ, "WEPUSH_DATA_DIR": str(tmp_path)})
 
-    assert str(raised.value) == f"effective configuration: {says}"
+    # The key, and the variable that set it: what the operator has to change.
+    [variable] = environ
+    assert str(raised.value) == f"environment variable {variable}: {says}"
     assert "98765" not in str(raised.value)
 
 

@@ -2,7 +2,8 @@
 
 Unknown keys are an error wherever they come from (a typo must never be silently ignored): the file is
 validated against ``contracts/jsonschema/config.schema.json`` and environment variables are mapped onto the
-known key tree, so ``WEPUSH_SERVER_PROT`` fails instead of doing nothing.
+known key tree, so ``WEPUSH_SERVER_PROT`` fails instead of doing nothing. An error in a value names its key
+and where the value was set (the file, the environment variable, the flag), never the value itself.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ipaddress
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -28,7 +29,9 @@ from wepush.server.config._durations import parse_duration
 from wepush.server.config._model import ServiceConfig, build_config
 
 #: Environment variables that are not configuration keys but are understood by the Service.
-RESERVED_ENV = frozenset({"WEPUSH_DATA_DIR", "WEPUSH_CONFIG_DIR", "WEPUSH_CONFIG", "WEPUSH_MASTER_KEY"})
+RESERVED_ENV = frozenset({"WEPUSH_DATA_DIR", "WEPUSH_CONFIG_DIR", "WEPUSH_CONFIG"})
+#: The conventional name of the variable ``secrets.master-key-env`` opts in to (never read without it).
+MASTER_KEY_VARIABLE = "WEPUSH_MASTER_KEY"
 
 _DEFAULTS: dict[str, Any] = {
     "wepush": {
@@ -87,6 +90,42 @@ _CONFIG_SCHEMA_ID = "https://wepush.dev/schemas/config.schema.json"
 
 class ConfigError(ValueError):
     """The configuration cannot be used; the message names the key and the source."""
+
+
+class _Origins:
+    """Where each key's value was set — the file, an environment variable, a flag — so that an error in
+    a value names the place to fix it as well as the key (``WEPUSH_SERVER_PORT``, not only
+    ``wepush.server.port``). Keys left at their defaults have none."""
+
+    def __init__(self) -> None:
+        self._sources: dict[tuple[str, ...], str] = {}
+
+    def set(self, path: Sequence[str], source: str) -> None:
+        key = tuple(path)
+        # A later source replaces the value, so what an earlier one set under the key no longer counts.
+        for known in [known for known in self._sources if known[: len(key)] == key]:
+            del self._sources[known]
+        self._sources[key] = source
+
+    def set_tree(self, node: Any, source: str, path: tuple[str, ...] = ()) -> None:
+        if isinstance(node, Mapping) and node:
+            for key, value in node.items():
+                self.set_tree(value, source, (*path, str(key)))
+        elif path:
+            self.set(path, source)
+
+    def of(self, path: Sequence[object]) -> str | None:
+        """The source of the value at ``path`` (below ``wepush``), or of the list or section holding it."""
+        key = tuple(str(part) for part in path)
+        for end in range(len(key), 0, -1):
+            if key[:end] in self._sources:
+                return self._sources[key[:end]]
+        return None
+
+    def error(self, path: Sequence[str], rule: str) -> ConfigError:
+        where = "wepush." + ".".join(path)
+        source = self.of(path)
+        return ConfigError(f"{source}: {where}: {rule}" if source else f"{where}: {rule}")
 
 
 def default_document() -> dict[str, Any]:
@@ -176,12 +215,15 @@ def _rule(error: ValidationError) -> str:
     return f"does not satisfy the schema rule {kind!r}"
 
 
-def _validate(document: Any, source: str) -> None:
+def _validate(document: Any, source: str, origins: _Origins | None = None) -> None:
     validator = _config_validator()
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
-        where = ".".join(str(part) for part in first.absolute_path) or "(root)"
+        path = list(first.absolute_path)
+        where = ".".join(str(part) for part in path) or "(root)"
+        if origins is not None and path[:1] == ["wepush"]:
+            source = origins.of(path[1:]) or source
         raise ConfigError(f"{source}: {where}: {_rule(first)}")
 
 
@@ -239,15 +281,47 @@ def _env_value(path: list[str], raw: str) -> Any:
     return value if isinstance(value, bool | int | float) else raw
 
 
-def _apply_env(document: dict[str, Any], environ: Mapping[str, str], master_key_env: str) -> None:
+def _apply_env(
+    document: dict[str, Any], environ: Mapping[str, str], master_key_env: str | None, origins: _Origins
+) -> None:
     for name in sorted(environ):
-        if not name.startswith("WEPUSH_") or name in RESERVED_ENV or name == master_key_env:
+        # WEPUSH_MASTER_KEY not named by secrets.master-key-env is refused once the key file's path is
+        # known (_refuse_unused_master_key_variable).
+        if not name.startswith("WEPUSH_") or name in (*RESERVED_ENV, master_key_env, MASTER_KEY_VARIABLE):
             continue
         path = _env_path(name, _DEFAULTS)
         node = document["wepush"]
         for key in path[:-1]:
             node = node.setdefault(key, {})
         node[path[-1]] = _env_value(path, environ[name])
+        origins.set(path, f"environment variable {name}")
+
+
+def _master_key_env(document: dict[str, Any], environ: Mapping[str, str]) -> str | None:
+    """The variable ``secrets.master-key-env`` names, from the file or the environment (read before the
+    other variables, so the one it names is not taken for an unknown key)."""
+    named = environ.get("WEPUSH_SECRETS_MASTER_KEY_ENV")
+    if named is None:
+        named = document["wepush"]["secrets"].get("master-key-env")
+    return str(named) if named else None
+
+
+def _refuse_unused_master_key_variable(document: dict[str, Any], environ: Mapping[str, str]) -> None:
+    """WEPUSH_MASTER_KEY is read only when secrets.master-key-env opts in: set without that, the operator
+    meant the key to come from it while the Service used another, and a variable that does nothing is an
+    error here, as any other unknown WEPUSH_* variable is. Its value is never quoted."""
+    secrets = document["wepush"]["secrets"]
+    if MASTER_KEY_VARIABLE not in environ or secrets.get("master-key-env") == MASTER_KEY_VARIABLE:
+        return
+    if secrets.get("master-key-env"):
+        used = f"the environment variable {secrets['master-key-env']}"
+    else:
+        used = f"the key file {secrets['master-key-file']}"
+    raise ConfigError(
+        f"environment variable {MASTER_KEY_VARIABLE} is set, but the master key is read from {used}: set "
+        f"secrets.master-key-env: {MASTER_KEY_VARIABLE} (or WEPUSH_SECRETS_MASTER_KEY_ENV="
+        f"{MASTER_KEY_VARIABLE}) to read it from the variable, or unset the variable"
+    )
 
 
 def _expand(node: Any, variables: Mapping[str, str]) -> Any:
@@ -299,36 +373,35 @@ _DURATIONS: dict[tuple[str, ...], tuple[timedelta | None, timedelta | None, str]
 }
 
 
-def _check_durations(document: dict[str, Any]) -> None:
+def _check_durations(document: dict[str, Any], origins: _Origins) -> None:
     """Each duration parses and lies within its bounds; a failure names the key (an out-of-range value
     used to escape as a ValueError traceback from building the settings)."""
     for path, (low, high, rule) in _DURATIONS.items():
         node: Any = document["wepush"]
         for key in path:
             node = node[key]
-        where = "wepush." + ".".join(path)
         try:
             value = parse_duration(node)
         except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+            raise origins.error(path, str(exc)) from None
         if (low is not None and value < low) or (high is not None and value > high):
-            raise ConfigError(f"{where}: {rule}")
+            raise origins.error(path, rule)
 
 
-def _check_finite(node: Any, where: str = "wepush") -> None:
+def _check_finite(node: Any, origins: _Origins, path: tuple[str, ...] = ()) -> None:
     """YAML spells NaN and infinity (``.nan``, ``.inf``) and the schema's bounds let them through (no
     comparison with NaN fails): a NaN request budget silently turned rate limiting off."""
     if isinstance(node, dict):
         for key, value in node.items():
-            _check_finite(value, f"{where}.{key}")
+            _check_finite(value, origins, (*path, str(key)))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            _check_finite(value, f"{where}.{index}")
+            _check_finite(value, origins, (*path, str(index)))
     elif isinstance(node, float) and not math.isfinite(node):
-        raise ConfigError(f"{where}: must be a finite number")
+        raise origins.error(path, "must be a finite number")
 
 
-def _check_bind_address(document: dict[str, Any]) -> None:
+def _check_bind_address(document: dict[str, Any], origins: _Origins) -> None:
     """Listening beyond loopback is an explicit decision (security.remote-access), never a default."""
     address = str(document["wepush"]["server"]["bind-address"])
     try:
@@ -336,13 +409,14 @@ def _check_bind_address(document: dict[str, Any]) -> None:
     except ValueError:
         loopback = address == "localhost"
     if not loopback and not document["wepush"]["security"]["remote-access"]:
-        raise ConfigError(
-            f"wepush.server.bind-address: {address} is not a loopback address; "
-            "set wepush.security.remote-access: true to listen on other interfaces"
+        raise origins.error(
+            ("server", "bind-address"),
+            f"{address} is not a loopback address; "
+            "set wepush.security.remote-access: true to listen on other interfaces",
         )
 
 
-def _check_database(document: dict[str, Any]) -> None:
+def _check_database(document: dict[str, Any], origins: _Origins) -> None:
     """A URL the Service could not open fails here, naming the key, not as a traceback at start. The URL
     itself is never quoted: it may carry a password."""
     from sqlalchemy.engine import make_url
@@ -353,20 +427,19 @@ def _check_database(document: dict[str, Any]) -> None:
         if database["type"] != "sqlite":
             raise ConfigError(f"wepush.database.url: database.type {database['type']} needs the server's URL")
         return
+    url = ("database", "url")
     try:
         backend = make_url(database["url"]).get_backend_name()
     except (ArgumentError, ValueError):
-        raise ConfigError(
-            "wepush.database.url: not a database URL (sqlite:///PATH or postgresql://USER@HOST:PORT/NAME)"
+        raise origins.error(
+            url, "not a database URL (sqlite:///PATH or postgresql://USER@HOST:PORT/NAME)"
         ) from None
     if backend not in ("sqlite", "postgresql"):
-        raise ConfigError(f"wepush.database.url: unsupported database {backend!r}; use sqlite or postgresql")
+        raise origins.error(url, f"unsupported database {backend!r}; use sqlite or postgresql")
     # type defaults to sqlite, so only an explicit postgresql can contradict the URL: a server meant for
     # PostgreSQL must not quietly run on a SQLite file a stale URL names.
     if database["type"] == "postgresql" and backend != "postgresql":
-        raise ConfigError(
-            f"wepush.database.url: database.type is postgresql, but the URL names a {backend} database"
-        )
+        raise origins.error(url, f"database.type is postgresql, but the URL names a {backend} database")
 
 
 def load_config(
@@ -390,16 +463,19 @@ def load_config(
         file_path = config_dir / "wepush.yaml"
 
     document = default_document()
+    origins = _Origins()
     if file_path is not None:
         from_file = _read_file(file_path)
         _validate(_merge(default_document(), from_file), str(file_path))
         _merge(document, from_file)
-    master_key_env = str(document["wepush"]["secrets"].get("master-key-env") or "WEPUSH_MASTER_KEY")
-    _apply_env(document, env, master_key_env)
+        origins.set_tree(from_file.get("wepush"), str(file_path))
+    _apply_env(document, env, _master_key_env(document, env), origins)
     if host is not None:
         document["wepush"]["server"]["bind-address"] = host
+        origins.set(("server", "bind-address"), "--host")
     if port is not None:
         document["wepush"]["server"]["port"] = port
+        origins.set(("server", "port"), "--port")
     file_data_dir = document["wepush"].get("data-dir")
     if data_dir is None and not env.get("WEPUSH_DATA_DIR") and file_data_dir:
         resolved_data = Path(file_data_dir).expanduser().absolute()
@@ -407,10 +483,11 @@ def load_config(
     document = _expand(
         document, {"WEPUSH_DATA_DIR": str(resolved_data), "WEPUSH_CONFIG_DIR": str(config_dir)}
     )
-    _validate(document, "effective configuration")
-    _check_finite(document["wepush"])
-    _check_durations(document)
-    _check_bind_address(document)
+    _validate(document, "effective configuration", origins)
+    _refuse_unused_master_key_variable(document, env)
+    _check_finite(document["wepush"], origins)
+    _check_durations(document, origins)
+    _check_bind_address(document, origins)
     artifacts = document["wepush"]["artifacts"]
     if artifacts["type"] == "s3" and not (artifacts.get("s3") or {}).get("bucket"):
         raise ConfigError(
@@ -418,5 +495,5 @@ def load_config(
         )
     if document["wepush"]["mode"] == "server" and not document["wepush"]["database"]["url"]:
         raise ConfigError("wepush.database.url: server mode needs a PostgreSQL URL")
-    _check_database(document)
+    _check_database(document, origins)
     return build_config(document, resolved_data, config_dir)
