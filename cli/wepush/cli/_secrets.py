@@ -21,7 +21,6 @@ Nothing here prints or logs key material or secret values.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING
 
@@ -69,7 +68,9 @@ def _run(args: argparse.Namespace) -> int:
     if config is None:
         return EXIT_USAGE
     action = _ACTIONS[args.secrets_command]
-    return run_operator(f"secrets {args.secrets_command}", lambda: asyncio.run(action(config, args)))
+    from wepush.server.infra.db import run_database_task
+
+    return run_operator(f"secrets {args.secrets_command}", lambda: run_database_task(action(config, args)))
 
 
 def _key_file(config: ServiceConfig) -> Path:

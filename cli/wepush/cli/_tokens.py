@@ -15,7 +15,6 @@ that could not be delivered never works. The audit trail records ``token.create`
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import sys
@@ -157,7 +156,9 @@ def _run(args: argparse.Namespace) -> int:
     config = operator_config("token", args)
     if config is None:
         return EXIT_USAGE
+    from wepush.server.infra.db import run_database_task
+
     # The report goes to standard error: standard output may be carrying the token itself.
     return run_operator(
-        f"token {args.token_command}", lambda: asyncio.run(_issue(config, args)), report_to=sys.stderr
+        f"token {args.token_command}", lambda: run_database_task(_issue(config, args)), report_to=sys.stderr
     )

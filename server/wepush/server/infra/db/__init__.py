@@ -25,7 +25,7 @@ from ._repo_runs import SqlRunItemRepository, SqlRunRepository
 from ._repo_workspace import SqlApiTokenRepository, SqlSecretRecordRepository, SqlWorkspaceRepository
 from ._stored_figures import AgentFigures, StoredFigures, read_stored_figures
 from ._uow import SqlUnitOfWork, SqlUnitOfWorkFactory
-from .engine import READ_ONLY_OPTION, PoolSettings, create_database, normalize_database_url
+from .engine import READ_ONLY_OPTION, PoolSettings, create_database, normalize_database_url, run_database_task
 from .migrate import (
     SchemaFit,
     SchemaState,
@@ -100,6 +100,7 @@ __all__ = [
     "read_stored_figures",
     "require_usable",
     "revision_of",
+    "run_database_task",
     "schema_state_async",
     "schema_state_of",
     "sqlite_database_file",

@@ -12,8 +12,10 @@ PostgreSQL (server mode): asyncpg with a configurable pool.
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
@@ -24,6 +26,8 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from wepush.server.domain import canonical_json
 
 from ._text_match import SQLITE_LOWER, postgres_lower
+
+T = TypeVar("T")
 
 READ_ONLY_OPTION = "wepush_read_only"
 """Connection execution option set by read-only units of work."""
@@ -135,6 +139,28 @@ def is_database_unavailable(error: BaseException, *, connecting: bool = False) -
     return any(words in text for words in _SQLITE_UNUSABLE)
 
 
+#: The name Python gives each aiosqlite connection's worker thread ("Thread-N (<target>)").
+_AIOSQLITE_WORKER = "_connection_worker_thread"
+
+
+def run_database_task(work: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(work)``, then wait (a second at most) for aiosqlite's worker threads to end before
+    the loop closes. aiosqlite stops the thread of a connection that failed to open without waiting for
+    it, and that thread's last callback, reaching a closed loop, printed a traceback after a command's
+    one-line error ("unable to open database file")."""
+
+    async def settled() -> T:
+        try:
+            return await work
+        finally:
+            for _ in range(100):
+                if not any(_AIOSQLITE_WORKER in thread.name for thread in threading.enumerate()):
+                    break
+                await asyncio.sleep(0.01)
+
+    return asyncio.run(settled())
+
+
 def is_sqlite_busy(error: BaseException) -> bool:
     """Whether ``error`` (a driver's or SQLAlchemy's) is SQLite giving up on a lock after its busy timeout."""
     text = str(getattr(error, "orig", None) or error)
@@ -154,4 +180,5 @@ __all__ = [
     "is_database_unavailable",
     "is_sqlite_busy",
     "normalize_database_url",
+    "run_database_task",
 ]

@@ -8,7 +8,6 @@ The synchronous helpers start their own event loop; inside a running loop use th
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from pathlib import Path
@@ -23,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 import wepush
 
 from ._compatibility import SchemaFit, SchemaState, UnknownSchemaRevision, read_schema_state
-from .engine import READ_ONLY_OPTION, create_database
+from .engine import READ_ONLY_OPTION, create_database, run_database_task
 
 MIGRATIONS_DIR_ENV = "WEPUSH_MIGRATIONS_DIR"
 
@@ -118,7 +117,7 @@ def upgrade_database(url: str, revision: str = "head") -> SchemaState:
     """Migrate the database at ``url`` to ``revision`` (default: the newest) in one transaction, and say
     where the schema stands afterwards. A schema a newer release migrated is left as it is: raised as
     :class:`UnknownSchemaRevision` unless that release declared this one able to run on it."""
-    return asyncio.run(upgrade_database_async(url, revision))
+    return run_database_task(upgrade_database_async(url, revision))
 
 
 def _read_revision(connection: Connection) -> str | None:
@@ -157,7 +156,7 @@ async def current_revision_async(url: str) -> str | None:
 
 def current_revision(url: str) -> str | None:
     """The revision the database is at; ``None`` for a database never migrated."""
-    return asyncio.run(current_revision_async(url))
+    return run_database_task(current_revision_async(url))
 
 
 async def is_up_to_date_async(url: str) -> bool:
