@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from tests.integration.api._support_runs import (
@@ -152,6 +153,9 @@ async def test_a_pending_cancel_holds_no_transaction_for_the_audience(tmp_path: 
         runtime = app.runtime
         assert runtime.cancelled_runs is not None
         runtime.cancelled_runs.cancel()
+        # Ended before the request: a pass still waking could otherwise finish the run under the test.
+        await asyncio.wait([runtime.cancelled_runs], timeout=5)
+        assert runtime.cancelled_runs.done()
         accepted = await app.client.post(world.runs_url(run_id, "commands", "cancel"), headers=app.admin())
         cancelling = await load_run(app, world, run_id)
         async with uow(app)(read_only=True) as unit:

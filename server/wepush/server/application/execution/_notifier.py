@@ -27,7 +27,10 @@ class HintListener:
     async def wait(self, timeout: float) -> bool:  # noqa: ASYNC109 - a poll interval, not a deadline
         """Return ``True`` when hinted, ``False`` when ``timeout`` seconds passed first."""
         try:
-            await asyncio.wait_for(self._event.wait(), timeout)
+            # Not ``wait_for``: on Python 3.11 it loses a cancellation that arrives as the hint does, and
+            # a loop waiting here then never stops (its task stays "cancelling" for good).
+            async with asyncio.timeout(timeout):
+                await self._event.wait()
         except TimeoutError:
             # Not cleared: a hint that lands right now is still seen by the next wait.
             return False

@@ -60,8 +60,10 @@ class _RunPoller:
         try:
             cursor = await self._head()
             while self.subscribers and not self.finished:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can lose the cancellation of stop().
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), broker.poll_interval)
+                    async with asyncio.timeout(broker.poll_interval):
+                        await self.wake.wait()
                 self.wake.clear()
                 if not self.subscribers:
                     break

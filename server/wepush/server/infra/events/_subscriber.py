@@ -111,7 +111,9 @@ class RunEventSubscriber:
             # No await since the last look at the queues: an offer cannot slip in between.
             self._ready.clear()
             try:
-                await asyncio.wait_for(self._ready.wait(), remaining)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can lose a cancellation (a closed stream).
+                async with asyncio.timeout(remaining):
+                    await self._ready.wait()
             except TimeoutError:
                 return None
 
