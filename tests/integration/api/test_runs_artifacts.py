@@ -5,14 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.s3 import S3Bucket
+from tests.fixtures.store_gate import PIECE, store_gate
+from tests.helpers_app import RunningApp
 from tests.integration.api._support import issue_token
-from tests.integration.api._support_runs import add_artifact, seed_world, service, start_confirmed
+from tests.integration.api._support_runs import (
+    World,
+    add_artifact,
+    seed_world,
+    service,
+    start_confirmed,
+    uow,
+)
+from wepush.server.domain import Artifact, ArtifactState
 from wepush.server.infra.artifacts import S3ArtifactStore
+from wepush.server.infra.artifacts._s3 import READ_PATIENCE
 from wepush.server.infra.logging import JsonFormatter
 
 
@@ -207,3 +220,90 @@ async def test_the_configured_s3_secret_is_scrubbed_from_every_log_line(
         line = JsonFormatter(service="wepush-server", instance_id="test").format(record)
     assert secret not in line
     assert "signing with" in line
+
+
+async def _given_up(
+    app: RunningApp, world: World, run_id: str, artifact_type: str, file_name: str
+) -> Artifact:
+    """An upload given up: its row FAILED, no bytes."""
+    begun = await add_artifact(
+        app, world, run_id, b"", artifact_type=artifact_type, file_name=file_name, ready=False
+    )
+    async with uow(app)() as unit:
+        return await unit.artifacts.update(replace(begun, state=ArtifactState.FAILED))
+
+
+async def test_a_failed_artifact_another_one_replaced_is_not_listed(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        run_id = await start_confirmed(app, world)
+        # As after a crash recovery: the dead executor's uploads FAILED, the files written again READY.
+        await _given_up(app, world, run_id, "SUCCEEDED_ITEMS", "success.jsonl")
+        lost_log = await _given_up(app, world, run_id, "RUN_LOG", "logs.jsonl")
+        rebuilt = await add_artifact(
+            app, world, run_id, CONTENT, artifact_type="SUCCEEDED_ITEMS", file_name="success.jsonl"
+        )
+        # A failed export written again since, whose replacement has expired and was deleted since.
+        await _given_up(app, world, run_id, "RESULTS_EXPORT", "results.csv")
+        expired = await add_artifact(
+            app, world, run_id, b"a\n", artifact_type="RESULTS_EXPORT", file_name="results.csv"
+        )
+        async with uow(app)() as unit:
+            await unit.artifacts.update(replace(expired, state=ArtifactState.DELETED))
+        url = world.runs_url(run_id, "artifacts")
+        first = (await app.client.get(url, headers=app.admin(), params={"limit": 1})).json()
+        second = (
+            await app.client.get(
+                url, headers=app.admin(), params={"limit": 1, "cursor": first["page"]["nextCursor"]}
+            )
+        ).json()
+        detail = (await app.client.get(world.runs_url(run_id), headers=app.admin())).json()
+
+    listed = [(a["id"], a["type"], a["state"]) for a in first["items"] + second["items"]]
+    # The log nothing replaced stays listed as lost; a client taking the first SUCCEEDED_ITEMS gets the file.
+    assert listed == [(lost_log.id, "RUN_LOG", "FAILED"), (rebuilt.id, "SUCCEEDED_ITEMS", "READY")]
+    assert first["page"]["hasMore"] is True
+    assert second["page"]["hasMore"] is False
+    assert [link["id"] for link in detail["artifacts"]] == [lost_log.id, rebuilt.id]
+
+
+async def test_a_download_while_the_bucket_hangs_is_answered_503(
+    tmp_path: Path, s3_env: dict[str, str]
+) -> None:
+    async with store_gate(s3_env["WEPUSH_ARTIFACTS_S3_ENDPOINT_URL"]) as gate:
+        env = {**s3_env, "WEPUSH_ARTIFACTS_S3_ENDPOINT_URL": gate.url}
+        async with service(tmp_path, **env) as app:
+            world = await seed_world(app)
+            run_id = await start_confirmed(app, world)
+            artifact = await add_artifact(app, world, run_id, CONTENT)
+            # The bucket's host still accepts connections, and never answers them.
+            await gate.hang()
+            response = await app.client.get(
+                world.runs_url(run_id, "artifacts", artifact.id, "content"), headers=app.admin()
+            )
+
+    assert response.status_code == 503
+    assert response.json()["code"] == "SERVICE_NOT_READY"
+    assert response.headers["retry-after"] == "10"
+    assert gate.hung_connections >= 1
+
+
+async def test_a_large_download_over_a_slow_but_steady_link_completes(
+    tmp_path: Path, s3_env: dict[str, str]
+) -> None:
+    pace = 0.25
+    # Long enough that the whole transfer takes well over the read timeout, which bounds each wait alone.
+    content = bytes(range(256)) * (math.ceil(1.5 * READ_PATIENCE.read_s / pace) * PIECE // 256)
+    async with store_gate(s3_env["WEPUSH_ARTIFACTS_S3_ENDPOINT_URL"]) as gate:
+        env = {**s3_env, "WEPUSH_ARTIFACTS_S3_ENDPOINT_URL": gate.url}
+        async with service(tmp_path, **env) as app:
+            world = await seed_world(app)
+            run_id = await start_confirmed(app, world)
+            artifact = await add_artifact(app, world, run_id, content, file_name="big.jsonl")
+            gate.pace(pace)
+            response = await app.client.get(
+                world.runs_url(run_id, "artifacts", artifact.id, "content"), headers=app.admin()
+            )
+
+    assert response.status_code == 200
+    assert response.content == content

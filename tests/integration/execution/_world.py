@@ -337,8 +337,10 @@ def types_of(events: Sequence[RunEvent]) -> list[str]:
     return [e.type for e in events]
 
 
-async def claim_run(uow: UnitOfWorkFactory, world: World, run: Run) -> ClaimedLease:
-    """Register a fresh embedded agent and claim ``run`` for it (a five-minute lease)."""
+async def claim_run(
+    uow: UnitOfWorkFactory, world: World, run: Run, *, lease: timedelta = timedelta(minutes=5)
+) -> ClaimedLease:
+    """Register a fresh embedded agent and claim ``run`` for it (a five-minute lease unless ``lease``)."""
     now = utc_now()
     async with uow() as unit:
         agent = await unit.agents.add(
@@ -355,8 +357,8 @@ async def claim_run(uow: UnitOfWorkFactory, world: World, run: Run) -> ClaimedLe
             run.workspace_id,
             run.id,
             agent.id,
-            expires_at=now + timedelta(minutes=5),
-            ack_deadline=now + timedelta(minutes=5),
+            expires_at=now + lease,
+            ack_deadline=now + lease,
         )
     assert claimed is not None
     return claimed

@@ -5,6 +5,7 @@ Every function runs inside the caller's unit of work and only reads.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Final
 
@@ -12,6 +13,7 @@ from wepush.server.application._run_errors import EventCursorExpired
 from wepush.server.application._run_views import ConcurrencyView, RunListFilter, RunView
 from wepush.server.application.execution import RunSnapshot
 from wepush.server.domain import (
+    MAX_PAGE_LIMIT,
     Agent,
     Artifact,
     ArtifactOwnerType,
@@ -60,15 +62,39 @@ async def target_concurrency(uow: UnitOfWork, run: Run, snapshot: RunSnapshot) -
 VISIBLE_ARTIFACT_STATES: Final = frozenset(ArtifactState) - {ArtifactState.DELETING, ArtifactState.DELETED}
 
 
-def visible_artifacts(artifacts: list[Artifact]) -> tuple[Artifact, ...]:
-    """Artifacts a client may know about: deleted ones are history, not downloads."""
-    return tuple(a for a in artifacts if a.state in VISIBLE_ARTIFACT_STATES)
+async def visible_artifacts(
+    uow: UnitOfWork, run: Run, request: PageRequest[Keyset], artifact_types: Collection[str] | None = None
+) -> Page[Artifact, Keyset]:
+    """A page of the run's artifacts a client may know about, oldest first. Deleted ones are history, not
+    downloads; so is a FAILED one another artifact of its type replaced (a recovery or a rebuild wrote the
+    file again after its upload was given up): a client taking the first file of a type gets the one it
+    can download."""
+    return await uow.artifacts.list_page(
+        run.workspace_id,
+        ArtifactOwnerType.RUN,
+        run.id,
+        request,
+        states=VISIBLE_ARTIFACT_STATES,
+        artifact_types=artifact_types,
+        without_replaced_failures=True,
+    )
+
+
+async def _all_visible_artifacts(uow: UnitOfWork, run: Run) -> tuple[Artifact, ...]:
+    found: list[Artifact] = []
+    after: Keyset | None = None
+    while True:
+        page = await visible_artifacts(uow, run, PageRequest(limit=MAX_PAGE_LIMIT, after=after))
+        found += page.items
+        if page.next_after is None:
+            return tuple(found)
+        after = page.next_after
 
 
 async def run_view(uow: UnitOfWork, run: Run, now: datetime) -> RunView:
     snapshot = RunSnapshot.from_json(run.snapshot)
     low, high, _ = policy_range(snapshot)
-    artifacts = await uow.artifacts.list_for_owner(run.workspace_id, ArtifactOwnerType.RUN, run.id)
+    artifacts = await _all_visible_artifacts(uow, run)
     lease = await uow.leases.find_active(run.id)
     agent: Agent | None = None
     if lease is not None:
@@ -89,7 +115,7 @@ async def run_view(uow: UnitOfWork, run: Run, now: datetime) -> RunView:
             min=low,
             max=high,
         ),
-        artifacts=visible_artifacts(artifacts),
+        artifacts=artifacts,
         lease=lease,
         agent=agent,
         now=now,

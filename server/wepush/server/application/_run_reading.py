@@ -9,17 +9,16 @@ from wepush.server.application._accounts_access import authorize_audited, ensure
 from wepush.server.application._run_context import ARTIFACT, RunUseCases
 from wepush.server.application._run_ports import EventSubscription
 from wepush.server.application._run_queries import (
-    VISIBLE_ARTIFACT_STATES,
     check_event_position,
     list_runs,
     run_view,
+    visible_artifacts,
 )
 from wepush.server.application._run_views import RunItemView, RunListFilter, RunView
 from wepush.server.application.auth import Principal, Role
 from wepush.server.application.execution import ArtifactDownload, parse_range_header
 from wepush.server.domain import (
     Artifact,
-    ArtifactOwnerType,
     ItemState,
     Keyset,
     Page,
@@ -106,15 +105,8 @@ class RunReading(RunUseCases):
         """Oldest first; only the ``artifact_types`` given (the ones the caller can show), when given."""
         await self._authorize(principal, workspace_id, Role.VIEWER, "run.artifacts.read", resource_id=run_id)
         async with self._deps.uow(read_only=True) as uow:
-            await uow.runs.get(workspace_id, run_id)
-            return await uow.artifacts.list_page(
-                workspace_id,
-                ArtifactOwnerType.RUN,
-                run_id,
-                page,
-                states=VISIBLE_ARTIFACT_STATES,
-                artifact_types=artifact_types,
-            )
+            run = await uow.runs.get(workspace_id, run_id)
+            return await visible_artifacts(uow, run, page, artifact_types)
 
     async def download_artifact(
         self,

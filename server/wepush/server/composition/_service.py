@@ -52,6 +52,7 @@ from wepush.server.application.credentials import TokenHasher
 from wepush.server.application.execution import (
     ArtifactRetention,
     ArtifactStore,
+    OutcomeArtifactRepair,
     RunAvailabilityNotifier,
     RunRecovery,
 )
@@ -98,6 +99,9 @@ IMPORT_RETENTION_INTERVAL: Final = timedelta(minutes=10)
 #: Next to the upload lease (5 minutes): an abandoned upload is failed within about 6 minutes.
 ABANDONED_UPLOAD_INTERVAL: Final = timedelta(minutes=1)
 ARTIFACT_RETENTION_INTERVAL: Final = timedelta(hours=1)
+#: A finished run's outcome files lost while the artifact store could not be written are written again
+#: within about this long after the store is back (a pass with nothing lost is one indexed query).
+ARTIFACT_REBUILD_INTERVAL: Final = timedelta(minutes=1)
 #: A cancel hints the pass at once; the interval covers a cancel stored through another instance.
 CANCELLED_RUN_INTERVAL: Final = timedelta(seconds=5)
 
@@ -274,7 +278,9 @@ def preflight(config: ServiceConfig) -> None:
     except UnknownSchemaRevision as exc:
         raise StartupRefused(f"database: {exc}") from None
     except (SQLAlchemyError, OSError) as exc:
-        reason = get_redactor().text(str(getattr(exc, "orig", None) or exc)).splitlines()[0]
+        cause = getattr(exc, "orig", None) or exc
+        # A timeout has no text of its own: name it rather than print nothing.
+        reason = (get_redactor().text(str(cause)).splitlines() or [type(cause).__name__])[0]
         raise StartupRefused(f"database: cannot read which master keys its secrets need: {reason}") from None
     try:
         ring = load_key_ring(config, sealed)
@@ -388,6 +394,7 @@ class ServiceRuntime:
     import_retention: asyncio.Task[None] | None = None
     abandoned_uploads: asyncio.Task[None] | None = None
     artifact_retention: asyncio.Task[None] | None = None
+    artifact_rebuild: asyncio.Task[None] | None = None
     cancelled_runs: asyncio.Task[None] | None = None
     metrics: PrometheusMetrics | None = None
     database_lock: DatabaseLock | None = None
@@ -613,6 +620,17 @@ class ServiceRuntime:
             ArtifactRetention(uow_factory, artifacts, utc_now).run_every(ARTIFACT_RETENTION_INTERVAL),
             name="artifact-retention",
         )
+        # Outcome files of finished runs lost while the store could not be written, from the stored item
+        # results; every instance sweeps, one repairer per run at a time (the run's recovery lock).
+        self.artifact_rebuild = asyncio.create_task(
+            OutcomeArtifactRepair(
+                uow_factory,
+                artifacts,
+                utc_now,
+                locks=DatabaseRecoveryLocks(self.engine) if self.engine is not None else None,
+            ).run_every(ARTIFACT_REBUILD_INTERVAL),
+            name="artifact-rebuild",
+        )
         # Runs cancelled before any agent started them: ended by the Service itself (every recipient UNSENT,
         # then CANCELLED), so a cancel completes on an instance without an embedded agent too.
         finisher = RunRecovery(
@@ -685,13 +703,20 @@ class ServiceRuntime:
 
     async def stop(self) -> None:
         self.services.started = None
-        sweeps = (self.import_retention, self.abandoned_uploads, self.artifact_retention, self.cancelled_runs)
+        sweeps = (
+            self.import_retention,
+            self.abandoned_uploads,
+            self.artifact_retention,
+            self.artifact_rebuild,
+            self.cancelled_runs,
+        )
         for sweep in sweeps:
             if sweep is not None:
                 sweep.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweep
-        self.import_retention = self.abandoned_uploads = self.artifact_retention = self.cancelled_runs = None
+        self.import_retention = self.abandoned_uploads = self.artifact_retention = None
+        self.artifact_rebuild = self.cancelled_runs = None
         if self.embedded_agent is not None:
             # Runs get their grace period to finish, then are cancelled and settled, before the database goes.
             await self.embedded_agent.shutdown()
@@ -765,10 +790,10 @@ def build_service_app(
 
 
 def start_refusal(exc: BaseException) -> str | None:
-    """The one line a start that failed on something for the operator to fix says (what :func:`preflight`
-    says of the same causes, met there first as a rule), or ``None`` for a fault, whose traceback is the
-    report. The lifespan meets these when preflight could not (a live instance holding the embedded
-    agent's name, a bootstrap token file that cannot be written) or when a cause appeared since."""
+    """The one line the operator is shown for a start refused on something to fix, or ``None`` for a
+    fault, whose traceback is the report. :func:`preflight` finds most causes before the server starts;
+    the lifespan meets those preflight cannot see (a live instance holding the embedded agent's name, a
+    bootstrap token file that cannot be written) and those that appeared since."""
     if isinstance(exc, StartupRefused | AgentNameInUse):
         return str(exc)
     if isinstance(exc, MasterKeyError):

@@ -30,9 +30,12 @@ class ArtifactRepository(Protocol):
         *,
         states: Collection[ArtifactState],
         artifact_types: Collection[str] | None = None,
+        without_replaced_failures: bool = False,
     ) -> Page[Artifact, Keyset]:
         """The owner's artifacts in one of ``states`` (and of one of ``artifact_types`` when given), oldest
-        first by ``(created_at, id)``; the filters apply before the ``limit + 1`` read."""
+        first by ``(created_at, id)``; the filters apply before the ``limit + 1`` read.
+        ``without_replaced_failures`` leaves out the FAILED artifacts another artifact of the same owner
+        and type replaced: one UPLOADING or READY, or one created after it (and expired since)."""
         ...
 
     async def update(self, artifact: Artifact) -> Artifact:
@@ -58,6 +61,14 @@ class ArtifactRepository(Protocol):
         """Storage keys of UPLOADING artifacts whose run has not finished: someone (perhaps another
         Service instance, perhaps a run paused for days) still writes them, however long ago the last
         byte came."""
+        ...
+
+    async def list_unreplaced_failures(
+        self, artifact_types: Collection[str], now: datetime, page: PageRequest[Keyset]
+    ) -> Page[Artifact, Keyset]:
+        """FAILED run artifacts of ``artifact_types`` whose run has ended, that have not expired by ``now``
+        and that nothing replaced (as ``without_replaced_failures`` of :meth:`list_page` tells), oldest
+        first by ``(created_at, id)``: files a finished run lost and nobody wrote again."""
         ...
 
     async def list_deleting(self, limit: int) -> list[Artifact]:

@@ -1,5 +1,5 @@
 """Run execution: the frozen run snapshot, the fenced ports a run executes through, commands, recovery,
-artifacts (store port, download, retention) and the availability hint.
+artifacts (store port, download, retention, rebuild) and the availability hint.
 
 The embedded agent (``wepush.server.infra.execution``) drives these pieces; the API layer uses the
 snapshot builder, the notifier and :class:`ArtifactDownloads`.
@@ -7,9 +7,11 @@ snapshot builder, the notifier and :class:`ArtifactDownloads`.
 
 from __future__ import annotations
 
+from ._artifact_repair import OutcomeArtifactRepair, RepairReport
 from ._artifacts import (
     ARTIFACT_KINDS,
     CSV_EXPORT,
+    OUTCOME_TYPES,
     RUN_LOG,
     ArtifactKind,
     ResultArtifacts,
@@ -70,6 +72,7 @@ __all__ = [
     "ARTIFACT_KINDS",
     "CSV_EXPORT",
     "EXECUTING_STATES",
+    "OUTCOME_TYPES",
     "PENDING_COMMAND_STATES",
     "RUN_LOG",
     "SETTLED_CODE",
@@ -98,12 +101,14 @@ __all__ = [
     "LeaseGuard",
     "MessageSnapshot",
     "MissingSecret",
+    "OutcomeArtifactRepair",
     "ProviderPin",
     "RangeNotSatisfiable",
     "RecipientScope",
     "RecoveryLocks",
     "RecoveryOutcome",
     "RegisteredSecrets",
+    "RepairReport",
     "ResendOf",
     "ResultArtifacts",
     "RetentionPolicy",

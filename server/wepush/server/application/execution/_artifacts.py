@@ -2,7 +2,10 @@
 
 Each file has an ``artifact`` row first (UPLOADING), then its bytes are streamed into the ArtifactStore,
 and only when the store reports the final size and SHA-256 does the row become READY. Rows are written
-through the caller's transaction scope, so while a run executes they carry its lease fence.
+through the caller's transaction scope, so while a run executes they carry its lease fence. An upload
+that is given up leaves its row FAILED and says so in one WARNING line (``ARTIFACT_UPLOAD_FAILED``)
+naming the run and the artifact type: the outcome files are written again from the stored results once
+the run has ended (``OutcomeArtifactRepair``), the run log cannot be.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import contextlib
 import csv
 import io
 import json
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,11 +40,12 @@ from wepush.server.domain import (
 from wepush.server.domain.secrets import SecretScrubber
 
 from ._fence import TransactionScope
-from ._store import ArtifactStore, ArtifactUpload
+from ._store import ArtifactStore, ArtifactUpload, StoredObject
 
 __all__ = [
     "ARTIFACT_KINDS",
     "CSV_EXPORT",
+    "OUTCOME_TYPES",
     "RUN_LOG",
     "ArtifactKind",
     "ResultArtifacts",
@@ -51,6 +56,7 @@ __all__ = [
 ]
 
 _NDJSON = "application/x-ndjson"
+_log = logging.getLogger("wepush.server.execution")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,11 @@ ARTIFACT_KINDS: Mapping[ItemState, ArtifactKind] = {
 }
 RUN_LOG = ArtifactKind("RUN_LOG", "logs.jsonl", _NDJSON, "jsonl", "logs")
 CSV_EXPORT = ArtifactKind("RESULTS_EXPORT", "results.csv", "text/csv; charset=utf-8", "csv", "exports")
+#: The files made of item results alone, so the stored results can write them again; not the run log,
+#: whose lines (provider diagnostics among them) live nowhere else.
+OUTCOME_TYPES: frozenset[str] = frozenset(
+    {*(kind.artifact_type for kind in ARTIFACT_KINDS.values()), CSV_EXPORT.artifact_type}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,26 +156,33 @@ class RunArtifactWriter:
             storage_key=key,
             content_type=kind.content_type,
             file_name=kind.file_name,
-            expires_at=self._retention.expiry(kind, now),
+            expires_at=self._expires_at(kind, now),
             created_at=now,
             updated_at=now,
         )
-        async with self._tx() as uow:
-            row = await uow.artifacts.add(row)
+        row = await self._announce(row)
         try:
             upload = await self._store.begin_upload(key)
-        except Exception:
-            await self._mark_failed(row)
+        except Exception as exc:
+            await self._mark_failed(row, exc)
             raise
         return _OpenFile(kind, row, upload)
+
+    def _expires_at(self, kind: ArtifactKind, now: datetime) -> datetime:
+        return self._retention.expiry(kind, now)
+
+    async def _announce(self, row: Artifact) -> Artifact:
+        """Record the file as UPLOADING before any of its bytes go to the store."""
+        async with self._tx() as uow:
+            return await uow.artifacts.add(row)
 
     async def write(self, file: _OpenFile, data: bytes) -> None:
         if file.broken:
             raise RuntimeError(f"artifact {file.kind.file_name} of run {self._run_id} failed earlier")
         try:
             await file.upload.write(data)
-        except Exception:
-            await self.fail(file)
+        except Exception as exc:
+            await self.fail(file, exc)
             raise
 
     async def finish(self, file: _OpenFile) -> Artifact:
@@ -174,21 +192,24 @@ class RunArtifactWriter:
         file.closed = True
         try:
             stored = await self._store.complete(file.upload)
-        except Exception:
+        except Exception as exc:
             file.broken = True
-            await self._mark_failed(file.artifact)
+            await self._mark_failed(file.artifact, exc)
             raise
+        file.artifact = await self._settle_ready(file.artifact, stored)
+        return file.artifact
+
+    async def _settle_ready(self, row: Artifact, stored: StoredObject) -> Artifact:
         async with self._tx() as uow:
-            file.artifact = await uow.artifacts.mark_ready(
+            return await uow.artifacts.mark_ready(
                 self._workspace_id,
-                file.artifact.id,
-                expected_version=file.artifact.version,
+                row.id,
+                expected_version=row.version,
                 size_bytes=stored.size_bytes,
                 sha256=stored.sha256 or "",
             )
-        return file.artifact
 
-    async def fail(self, file: _OpenFile) -> None:
+    async def fail(self, file: _OpenFile, cause: BaseException | str = "discarded") -> None:
         """Discard the upload and record the row FAILED (the bytes never become visible)."""
         if file.broken or file.closed:
             return
@@ -196,7 +217,7 @@ class RunArtifactWriter:
         try:
             await self._store.abort(file.upload)
         finally:
-            await self._mark_failed(file.artifact)
+            await self._mark_failed(file.artifact, cause)
 
     async def abandon(self, file: _OpenFile) -> None:
         """Drop the upload without touching the database (the task is being torn down); the row stays
@@ -207,11 +228,39 @@ class RunArtifactWriter:
         with contextlib.suppress(Exception):
             await self._store.abort(file.upload)
 
-    async def _mark_failed(self, row: Artifact) -> None:
+    async def _mark_failed(self, row: Artifact, cause: BaseException | str) -> None:
         async with self._tx() as uow:
             current = await uow.artifacts.get(self._workspace_id, row.id)
-            if current.state is ArtifactState.UPLOADING:
-                await uow.artifacts.update(_with_state(current, ArtifactState.FAILED))
+            if current.state is not ArtifactState.UPLOADING:
+                return
+            await uow.artifacts.update(_with_state(current, ArtifactState.FAILED))
+        _given_up(self._workspace_id, self._run_id, row, cause)
+
+
+def _given_up(workspace_id: str, run_id: str, row: Artifact, cause: BaseException | str) -> None:
+    """The one WARNING line of an upload given up: which run lost which file, why, and what follows."""
+    # The exception's class, not its text: a store's messages quote endpoints and keys.
+    reason = cause if isinstance(cause, str) else type(cause).__name__
+    later = (
+        "it is written again from the stored item results once the run has ended and the store is back"
+        if row.artifact_type in OUTCOME_TYPES
+        else "it cannot be written again"
+    )
+    _log.warning(
+        "run %s: the %s artifact %s was given up (%s); %s",
+        run_id,
+        row.artifact_type,
+        row.id,
+        reason,
+        later,
+        extra={
+            "event": "ARTIFACT_UPLOAD_FAILED",
+            "workspaceId": workspace_id,
+            "runId": run_id,
+            "artifactId": row.id,
+            "artifactType": row.artifact_type,
+        },
+    )
 
 
 def _with_state(artifact: Artifact, state: ArtifactState) -> Artifact:
@@ -259,12 +308,18 @@ class ResultArtifacts:
     collected per file and written to the store in chunks (and at ``close``). A file whose upload fails
     is discarded (row FAILED) and later writes to it fail fast; the engine then stops feeding this sink
     without stopping the run. A write that fails has buffered nothing, so the engine may retry it.
+
+    ``only`` limits the files to those artifact types (the ones a rebuild writes again); items of other
+    outcomes then go to the CSV export alone, if that is among them.
     """
 
-    def __init__(self, writer: RunArtifactWriter, *, csv_export: bool = True) -> None:
+    def __init__(
+        self, writer: RunArtifactWriter, *, csv_export: bool = True, only: Collection[str] | None = None
+    ) -> None:
         self._writer = writer
-        self._files: dict[ItemState, _Buffered] = {}
-        self._csv_enabled = csv_export
+        self._files: dict[ItemState, _Buffered | None] = {}
+        self._wanted = None if only is None else frozenset(only)
+        self._csv_enabled = csv_export and (only is None or CSV_EXPORT.artifact_type in only)
         self._csv: _Buffered | None = None
         self._csv_fields: tuple[str, ...] = ()
         self._closed = False
@@ -275,10 +330,14 @@ class ResultArtifacts:
     async def write(self, item_result: ItemResult) -> None:
         row = item_result.to_json_dict()
         recipient: Mapping[str, Any] = row["recipient"] or {}
-        file = self._files.get(item_result.state)
-        if file is None:
-            file = _Buffered(await self._writer.begin(ARTIFACT_KINDS[item_result.state]))
-            self._files[item_result.state] = file
+        state = item_result.state
+        if state in self._files:
+            file = self._files[state]
+        else:
+            kind = ARTIFACT_KINDS[state]
+            wanted = self._wanted is None or kind.artifact_type in self._wanted
+            file = _Buffered(await self._writer.begin(kind)) if wanted else None
+            self._files[state] = file
         csv_file = self._csv
         if self._csv_enabled and csv_file is None:
             # UTF-8 with a byte-order mark, as the import errors CSV: Excel then shows Chinese text as it is.
@@ -290,14 +349,15 @@ class ResultArtifacts:
                 name = target.file.kind.file_name
                 raise RuntimeError(f"artifact {name} of run {self._writer.run_id} failed earlier")
         # Flush what is already buffered first: a failure then leaves this item unbuffered.
-        if file.size >= _CHUNK_BYTES:
+        if file is not None and file.size >= _CHUNK_BYTES:
             await self._flush(file)
         if csv_file is not None and csv_file.size >= _CHUNK_BYTES:
             await self._flush(csv_file)
         line = _json_line(row) + "\n"
-        file.lines.append(line)
-        file.size += len(line)
-        file.file.records += 1
+        if file is not None:
+            file.lines.append(line)
+            file.size += len(line)
+            file.file.records += 1
         if csv_file is not None:
             neutralize = neutralize_csv_cell
             cells = [neutralize(row[name]) if unsafe else row[name] for name, unsafe in _CSV_COLUMNS]
@@ -319,7 +379,8 @@ class ResultArtifacts:
         await self._writer.write(buffered.file, text.encode("utf-8"))
 
     def _open(self) -> list[_Buffered]:
-        return [*self._files.values(), *([] if self._csv is None else [self._csv])]
+        files = [file for file in self._files.values() if file is not None]
+        return [*files, *([] if self._csv is None else [self._csv])]
 
     async def close(self) -> tuple[ArtifactRef, ...]:
         if self._closed:

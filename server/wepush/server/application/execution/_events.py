@@ -5,8 +5,10 @@ with the run's next sequences and skips any the lease already acknowledged, so a
 never stored twice. In the same transaction the events that change the run (pause, resume, cancelling,
 progress counters, concurrency) update the run row, so the state never disagrees with the event stream.
 
-The terminal batch (``RUN_COMPLETED``) is held back: the executor stores it together with the terminal
-state, the final counts and the lease release in one transaction.
+A database outage is waited out while the lease may still be ours (``LeaseGuard.retrying``); the engine
+keeps the events meanwhile (coalescing progress). The terminal batch (``RUN_COMPLETED``) is held back: the
+executor stores it together with the terminal state, the final counts and the lease release in one
+transaction.
 """
 
 from __future__ import annotations
@@ -164,13 +166,21 @@ class FencedRunEventSink:
 
     async def _store(self, events: Sequence[EngineRunEvent]) -> None:
         drafts = [draft_of(event) for event in events]
-        async with self._guard.unchecked() as uow:
-            ack = await uow.leases.accept_event_batch(
-                self._guard.fence, self._clock(), first_sequence=events[0].sequence, events=drafts
-            )
-            if ack.gap:
-                raise EventGapError(f"run {self._run_id}: events before {events[0].sequence} were not stored")
-            await self._apply(uow, ack.appended)
+
+        async def store() -> None:
+            async with self._guard.unchecked() as uow:
+                ack = await uow.leases.accept_event_batch(
+                    self._guard.fence, self._clock(), first_sequence=events[0].sequence, events=drafts
+                )
+                if ack.gap:
+                    raise EventGapError(
+                        f"run {self._run_id}: events before {events[0].sequence} were not stored"
+                    )
+                await self._apply(uow, ack.appended)
+
+        # Through a database outage while the lease may still be ours: a batch stored twice (its commit
+        # went through unacknowledged) is acknowledged, not appended, the second time.
+        await self._guard.retrying(store)
 
     async def _apply(self, uow: UnitOfWork, stored: Sequence[RunEvent]) -> None:
         for event in stored:

@@ -3,6 +3,12 @@
 Everything the execution writes carries its lease fence; if the lease is taken away (expired, revoked
 by a recovery) every further write fails with ``LEASE_EXPIRED``, the engine is told to stop sending and
 the execution ends without touching the run again.
+
+A database outage does not end the run while the lease may still be ours: every write waits for the
+database until the lease's expiry (``LeaseGuard.retrying``), the engine stops dispatching meanwhile
+(nothing can be put on record), and the run carries on once the database is back. An outage that outlasts
+the lease counts as losing it. The run ends with the counts its item rows hold, after settling any
+recipient without one (``_outcomes``); if that cannot be stored the run is left to the recovery.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from wepush.agent.engine import (
 )
 from wepush.agent.engine import RunEvent as EngineRunEvent
 from wepush.server.domain import (
+    AgentLease,
     ClaimedLease,
     DomainError,
     LeaseExpired,
@@ -41,16 +48,17 @@ from wepush.server.domain import (
 )
 from wepush.server.domain.secrets import SecretScrubber, SecretStore
 
-from ._artifacts import ResultArtifacts, RetentionPolicy, RunArtifactWriter, RunLog, log_line
+from ._artifacts import RUN_LOG, ResultArtifacts, RetentionPolicy, RunArtifactWriter, RunLog, log_line
 from ._commands import ack_message, engine_command, pending_commands
 from ._events import FencedRunEventSink, draft_of, move_run, path_to
 from ._fence import LeaseGuard, retrying
 from ._ledger import ExecutionLedger, UnitOfWorkLedger
 from ._metrics import ExecutionMetrics, RunMeter
+from ._outcomes import counts_json, final_reason, final_state, recorded_counts
 from ._recipients import RecipientScope, SnapshotRecipientSource
 from ._results import FencedResultSink
 from ._secrets import RegisteredSecrets, StoredSecretResolver
-from ._settle import SettleCause, settle_items
+from ._settle import SettleCause, settle_items, supersede_artifacts
 from ._snapshot import RunSnapshot
 from ._spec import execution_spec
 from ._store import ArtifactStore
@@ -81,26 +89,6 @@ class ExecutionContext:
     metrics: ExecutionMetrics | None = None
 
 
-def _final_reason(
-    summary: RunSummary, final: RunState, cancel_reason: str | None, stop: str | None
-) -> str | None:
-    if final is RunState.SUCCEEDED:
-        return None
-    if final is RunState.CANCELLED:
-        return cancel_reason or "cancelled by command"
-    parts = [f"stopped: {stop}"] if stop else []
-    outcome = [
-        f"{n} {name}"
-        for n, name in ((summary.failed, "failed"), (summary.unknown, "unknown"), (summary.unsent, "unsent"))
-        if n
-    ]
-    if outcome:
-        parts.append(", ".join(outcome))
-    if summary.suppressed_errors:
-        parts.append("errors: " + ", ".join(sorted({e.code for e in summary.suppressed_errors})))
-    return "; ".join(parts) or None
-
-
 class RunExecution:
     """Owns one run while this agent holds its lease. ``execute`` is the task body; ``deliver`` (commands),
     ``renew`` (lease) and ``stop`` (shutdown) are called by the agent's other loops."""
@@ -109,7 +97,10 @@ class RunExecution:
         self._ctx = context
         self.run = run
         self.lease = claimed.lease
-        self._guard = LeaseGuard(context.uow, claimed.fence, context.clock)
+        self._guard = LeaseGuard(
+            context.uow, claimed.fence, context.clock, expires_at=claimed.lease.expires_at
+        )
+        self._ledger = context.ledger if context.ledger is not None else UnitOfWorkLedger(context.uow)
         self._handle: RunHandle | None = None
         self._handled: set[str] = set()
         # The engine's answer to each command, kept until it is stored: the terminal transaction may
@@ -167,7 +158,7 @@ class RunExecution:
                     self._secrets.release()
 
     async def _execute(self) -> None:
-        await retrying(self._begin)
+        await self._guard.retrying(self._begin)
         writer = self._writer()
         log = RunLog(writer, redactor=self._ctx.redactor)
         self._owned.append(log)
@@ -188,22 +179,24 @@ class RunExecution:
             planned_total=snapshot.audience.recipient_count,
             meter=self._meter,
         )
-        ledger = self._ctx.ledger if self._ctx.ledger is not None else UnitOfWorkLedger(self._ctx.uow)
+        ledger = self._ledger
         stored = StoredSecretResolver(
             self._ctx.uow,
             self._ctx.secret_store,
             workspace_id=snapshot.workspace_id,
             account_id=snapshot.account.id,
             secret_versions=snapshot.account.secret_versions,
+            retry=self._guard.retrying,
         )
         self._secrets = RegisteredSecrets(stored, self._ctx.redactor)
         recipients = SnapshotRecipientSource(
             self._ctx.uow, self._guard, snapshot, ledger, monotonic=self._ctx.engine_clock.monotonic
         )
+        results = FencedResultSink(self._guard, ledger, self.run.workspace_id, self.run_id)
         ports = ExecutionPorts(
             recipient_source=recipients,
             secret_resolver=self._secrets,
-            result_sink=FencedResultSink(self._guard, ledger, self.run.workspace_id, self.run_id),
+            result_sink=results,
             artifact_sink=artifacts,
             event_sink=events,
             clock=self._ctx.engine_clock,
@@ -238,7 +231,7 @@ class RunExecution:
             # No command or shutdown cancelled the run, yet the engine may have (an outlasted pause):
             # the run ends with the reason the engine gave, not one of an operator's.
             self._cancel_reason = events.cancel_reason
-        await self._finish(summary, events.final_events, log)
+        await self._finish(summary, events.final_events, log, results, RecipientScope.of(snapshot))
 
     async def _begin(self) -> None:
         """LEASED → RUNNING, after the fence is proven by acknowledging the lease in the same transaction."""
@@ -263,7 +256,14 @@ class RunExecution:
 
     # ------------------------------------------------------------------ terminal transactions
 
-    async def _finish(self, summary: RunSummary, final_events: list[EngineRunEvent], log: RunLog) -> None:
+    async def _finish(
+        self,
+        summary: RunSummary,
+        final_events: list[EngineRunEvent],
+        log: RunLog,
+        results: FencedResultSink,
+        scope: RecipientScope,
+    ) -> None:
         for error in summary.suppressed_errors:
             await log.append(
                 log_line(
@@ -274,22 +274,94 @@ class RunExecution:
                     level="ERROR",
                 )
             )
-        await log.finish()
         completed = next((e for e in final_events if e.type is RunEventType.RUN_COMPLETED), None)
         stop = None if completed is None else completed.data.get("stopReason")
-        counts = RunCounts(
-            total=summary.total,
-            succeeded=summary.succeeded,
-            failed=summary.failed,
-            unknown=summary.unknown,
-            unsent=summary.unsent,
-            skipped=summary.skipped,
-            retried=summary.retried,
+        recipients = self.run.recipient_count
+        recorded = await self._guard.retrying(lambda: recorded_counts(self._ctx.uow, self.run_id, recipients))
+        if recorded is None:
+            recorded = await self._settle_unrecorded(results, scope, stop, log)
+        counts = replace(recorded, retried=summary.retried)
+        final = final_state(RunState(summary.final_state.value), counts)
+        reason = final_reason(counts, final, self._cancel_reason, stop, summary.suppressed_errors)
+        await log.finish()
+        fallback = {"finalState": final.value, "counts": counts_json(counts), "stopReason": stop}
+        await self._guard.retrying(lambda: self._terminal(final, reason, counts, final_events, fallback))
+
+    async def _settle_unrecorded(
+        self, results: FencedResultSink, scope: RecipientScope, stop: str | None, log: RunLog
+    ) -> RunCounts:
+        """Give every recipient without a recorded outcome one, as a recovery would: first the outcomes
+        the engine could not record, then UNKNOWN up to the dispatch mark and UNSENT beyond it. The result
+        files are written anew from the rows. Fails (``LeaseExpired`` once the lease's expiry has passed)
+        rather than ever end the run with counts the rows do not back; the recovery settles it then."""
+        guard, ledger, uow = self._guard, self._ledger, self._ctx.uow
+        workspace_id, run_id = self.run.workspace_id, self.run_id
+        held = list(results.unrecorded.values())
+        if held:
+            try:
+                await guard.retrying(
+                    lambda: ledger.record_results(guard.fence, guard.now(), workspace_id, run_id, held)
+                )
+            except LeaseExpired:
+                raise
+            except Exception:
+                # The same batch failed the engine's appends already: settled as not recorded instead.
+                _log.warning(
+                    "run %s: %d outcome(s) the engine could not record cannot be stored; they are settled "
+                    "as not recorded",
+                    run_id,
+                    len(held),
+                    exc_info=True,
+                    extra={"event": "RUN_OUTCOMES_UNSTORABLE"},
+                )
+
+        async def read_mark() -> int:
+            async with uow(read_only=True) as unit:
+                return await unit.runs.dispatch_mark(workspace_id, run_id)
+
+        mark = await guard.retrying(read_mark)
+        await guard.retrying(
+            lambda: supersede_artifacts(
+                uow,
+                guard.transaction,
+                self._ctx.artifact_store,
+                workspace_id,
+                run_id,
+                keep={RUN_LOG.artifact_type},
+            )
         )
-        final = RunState(summary.final_state.value)
-        reason = _final_reason(summary, final, self._cancel_reason, stop)
-        fallback = {"finalState": final.value, "counts": _counts_json(counts), "stopReason": stop}
-        await retrying(lambda: self._terminal(final, reason, counts, final_events, fallback))
+        artifacts = ResultArtifacts(self._writer())
+        self._owned.append(artifacts)
+        settled = await settle_items(
+            tx=guard.transaction,
+            scope=scope,
+            dispatched_through=mark,
+            artifacts=artifacts,
+            cause=SettleCause.unrecorded(stop),
+            clock=self._ctx.clock,
+            batch_size=self._ctx.settle_batch_size,
+            retry=guard.retrying,
+        )
+        await artifacts.close()
+        await log.append(
+            log_line(
+                self._ctx.clock(),
+                "OUTCOMES_SETTLED",
+                {"unknown": settled.unknown_added, "unsent": settled.unsent_added, "stopReason": stop},
+                run_id=run_id,
+                level="WARN",
+            )
+        )
+        _log.warning(
+            "run %s: the engine stopped (%s) with recipients whose outcome was not recorded: %d settled "
+            "UNKNOWN (may have been sent), %d UNSENT",
+            run_id,
+            stop,
+            settled.unknown_added,
+            settled.unsent_added,
+            extra={"event": "RUN_OUTCOMES_SETTLED"},
+        )
+        return settled.counts
 
     async def _terminal(
         self,
@@ -307,7 +379,7 @@ class RunExecution:
             if path_to(current.state, final) is None:
                 # An operator's cancel wins over whatever else stopped the run: CANCELLING only ends CANCELLED.
                 final, reason = RunState.CANCELLED, self._cancel_reason or reason
-            drafts = [_with_final_state(draft_of(e), final) for e in final_events]
+            drafts = [_completed_as(draft_of(e), final, counts) for e in final_events]
             stored = False
             if drafts:
                 ack = await uow.leases.accept_event_batch(
@@ -368,16 +440,17 @@ class RunExecution:
             cause=SettleCause.refused(code),
             clock=self._ctx.clock,
             batch_size=self._ctx.settle_batch_size,
+            retry=self._guard.retrying,
         )
         await artifacts.close()
         await log.finish()
         reason = f"{code}: {message}"
         data = {
             "finalState": RunState.FAILED.value,
-            "counts": _counts_json(settled.counts),
+            "counts": counts_json(settled.counts),
             "stopReason": code,
         }
-        await retrying(lambda: self._terminal(RunState.FAILED, reason, settled.counts, [], data))
+        await self._guard.retrying(lambda: self._terminal(RunState.FAILED, reason, settled.counts, [], data))
 
     # ------------------------------------------------------------------ calls from the agent's loops
 
@@ -419,17 +492,21 @@ class RunExecution:
         """Extend the lease; ``False`` (and the engine told to stop) when the lease is no longer ours."""
         if self.lost:
             return False
-        now = self._ctx.clock()
 
-        async def extend() -> None:
+        async def extend() -> AgentLease:
+            # The instant of each try: one made after a wait must not claim the lease at an earlier one.
+            now = self._ctx.clock()
             async with self._guard.unchecked() as uow:
-                await uow.leases.renew(self._guard.fence, now, expires_at=now + self._ctx.lease_ttl)
+                return await uow.leases.renew(self._guard.fence, now, expires_at=now + self._ctx.lease_ttl)
 
         try:
-            await retrying(extend)
+            # Through a database outage until the lease's expiry: renewed as soon as the database is back,
+            # the lease (and every write waiting for the database) goes on.
+            renewed = await self._guard.retrying(extend)
         except LeaseExpired:
             self._lease_lost()
             return False
+        self._guard.extended(renewed.expires_at)
         return True
 
     def stop(self, reason: str) -> bool:
@@ -473,19 +550,10 @@ def _ignore_result(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
-def _counts_json(counts: RunCounts) -> dict[str, int]:
-    return {
-        "total": counts.total,
-        "succeeded": counts.succeeded,
-        "failed": counts.failed,
-        "unknown": counts.unknown,
-        "unsent": counts.unsent,
-        "skipped": counts.skipped,
-        "retried": counts.retried,
-    }
-
-
-def _with_final_state(draft: RunEventDraft, final: RunState) -> RunEventDraft:
+def _completed_as(draft: RunEventDraft, final: RunState, counts: RunCounts) -> RunEventDraft:
+    """The engine's RUN_COMPLETED with the run's final state and recorded counts."""
     if draft.type != RunEventType.RUN_COMPLETED.value:
         return draft
-    return replace(draft, data={**draft.data, "finalState": final.value})
+    engine_counts = draft.data.get("counts")
+    merged = {**(engine_counts if isinstance(engine_counts, dict) else {}), **counts_json(counts)}
+    return replace(draft, data={**draft.data, "finalState": final.value, "counts": merged})

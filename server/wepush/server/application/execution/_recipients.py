@@ -22,7 +22,7 @@ from wepush.server.domain import (
     UnitOfWorkFactory,
 )
 
-from ._fence import LeaseGuard, retrying
+from ._fence import LeaseGuard
 from ._snapshot import RunSnapshot
 
 if TYPE_CHECKING:
@@ -90,9 +90,10 @@ class SnapshotRecipientSource:
     paused run starts no record and so never raises the mark; records read ahead do not raise it either.
 
     Every raise proves the lease fence in its own transaction (a stale executor may still read, but can
-    hand nothing to a provider) and is retried after an infrastructure failure (``retrying``). A raise
-    that fails in the background is not lost: it fails the ``cover`` of the first record that needs it,
-    which then is not sent and the run stops.
+    hand nothing to a provider); through a database outage it is tried again for as long as the lease
+    may still be ours (``LeaseGuard.retrying``), and meanwhile no record beyond the mark starts: nothing
+    is sent that could not be put on record. A raise that fails in the end is not lost: it fails the
+    ``cover`` of the first record that needs it, which then is not sent and the run stops.
     """
 
     def __init__(
@@ -130,14 +131,20 @@ class SnapshotRecipientSource:
         """(when, sequence) of the last raise, to measure the dispatch pace by."""
 
     async def open(self) -> None:
-        async with self._uow(read_only=True) as uow:
-            await uow.audiences.get_snapshot(self._snapshot.workspace_id, self._snapshot.audience.snapshot_id)
+        async def read() -> None:
+            async with self._uow(read_only=True) as uow:
+                await uow.audiences.get_snapshot(
+                    self._snapshot.workspace_id, self._snapshot.audience.snapshot_id
+                )
+
+        # A source that cannot be opened fails the run before it starts: not for a database blip.
+        await self._guard.retrying(read)
 
     async def next_batch(self, max_items: int) -> Sequence[RecipientRecord]:
         if self._exhausted:
             return ()
         ledger, after = self._ledger, self._after
-        page = await retrying(lambda: ledger.read_records(self._scope, after, max_items))
+        page = await self._guard.retrying(lambda: ledger.read_records(self._scope, after, max_items))
         if not page.items:
             self._exhausted = True
             return ()
@@ -199,7 +206,7 @@ class SnapshotRecipientSource:
 
     async def _mark(self, through: int) -> None:
         snapshot, guard = self._snapshot, self._guard
-        await retrying(
+        await guard.retrying(
             lambda: self._ledger.mark_dispatched(
                 guard.fence, guard.now(), snapshot.workspace_id, snapshot.run_id, through
             )

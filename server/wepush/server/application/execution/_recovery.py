@@ -22,8 +22,6 @@ from datetime import datetime, timedelta
 
 from wepush.server.domain import (
     AgentLease,
-    ArtifactOwnerType,
-    ArtifactState,
     Keyset,
     PageRequest,
     Run,
@@ -43,7 +41,7 @@ from ._fence import plain_transactions, retrying
 from ._notifier import RunAvailabilityNotifier
 from ._recipients import RecipientScope
 from ._recovery_locks import InProcessRecoveryLocks, RecoveryLocks
-from ._settle import SETTLED_CODE, SettleCause, settle_items
+from ._settle import SETTLED_CODE, SettleCause, settle_items, supersede_artifacts
 from ._store import ArtifactStore
 
 __all__ = ["EXECUTING_STATES", "RecoveryOutcome", "RunRecovery"]
@@ -425,18 +423,7 @@ class RunRecovery:
 
     async def _supersede_artifacts(self, run: Run) -> None:
         """Artifacts the dead executor left are replaced: unfinished ones fail, finished ones are deleted."""
-        async with self._uow(read_only=True) as uow:
-            left = await uow.artifacts.list_for_owner(run.workspace_id, ArtifactOwnerType.RUN, run.id)
-        for artifact in left:
-            if artifact.state is ArtifactState.UPLOADING:
-                async with self._uow() as uow:
-                    await uow.artifacts.update(replace(artifact, state=ArtifactState.FAILED))
-            elif artifact.state is ArtifactState.READY:
-                async with self._uow() as uow:
-                    deleting = await uow.artifacts.update(replace(artifact, state=ArtifactState.DELETING))
-                await self._store.delete(deleting.storage_key)
-                async with self._uow() as uow:
-                    await uow.artifacts.mark_deleted(deleting.id)
+        await supersede_artifacts(self._uow, self._tx, self._store, run.workspace_id, run.id)
 
     async def _write_log(self, run: Run, log: RunLog, ending: _Ending, counts: RunCounts) -> None:
         await log.replay(self._uow, run.id)

@@ -85,21 +85,44 @@ def engine_result(item: RunItem, recipient: Mapping[str, RecipientValue] | None)
 class FencedResultSink:
     """Appends result batches through the ledger (``run_items.record_results``) under the lease fence.
     Recording is idempotent per (item, attempt), so the engine may safely re-append a batch after a
-    failure."""
+    failure.
+
+    A database outage is waited out while the lease may still be ours (``LeaseGuard.retrying``): the
+    append does not return, the engine's result backlog fills and it stops dispatching, then everything
+    carries on once the database is back. A batch the engine could not append in the end is kept in
+    ``unrecorded`` (the engine drops it): the executor stores it before it settles the run.
+    """
 
     def __init__(self, guard: LeaseGuard, ledger: ExecutionLedger, workspace_id: str, run_id: str) -> None:
         self._guard = guard
         self._ledger = ledger
         self._workspace_id = workspace_id
         self._run_id = run_id
+        self.unrecorded: dict[str, EngineItemResult] = {}
+        """Outcomes of failed appends not appended since, by item id."""
 
     async def open(self) -> None:
-        async with self._guard.transaction():
-            pass
+        async def prove() -> None:
+            async with self._guard.transaction():
+                pass
+
+        await self._guard.retrying(prove)
 
     async def append(self, batch: Sequence[EngineItemResult]) -> None:
-        guard = self._guard
-        await self._ledger.record_results(guard.fence, guard.now(), self._workspace_id, self._run_id, batch)
+        guard, ledger = self._guard, self._ledger
+        try:
+            await guard.retrying(
+                lambda: ledger.record_results(
+                    guard.fence, guard.now(), self._workspace_id, self._run_id, batch
+                )
+            )
+        except Exception:
+            for result in batch:
+                self.unrecorded[result.item_id] = result
+            raise
+        if self.unrecorded:
+            for result in batch:
+                self.unrecorded.pop(result.item_id, None)
 
     async def flush(self) -> None:
         # Every append commits its own transaction: there is nothing buffered to flush.

@@ -17,6 +17,7 @@ from wepush.agent.engine import SecretNotFoundError, SecretRef, SecretResolver, 
 from wepush.server.domain import SecretRecord, UnitOfWorkFactory
 from wepush.server.domain.secrets import SealedSecret, SecretScrubber, SecretStore
 
+from ._fence import Retry, retrying
 from ._snapshot import ACCOUNT_SECRET_OWNER
 
 __all__ = ["RegisteredSecrets", "StoredSecretResolver", "open_secret_record"]
@@ -49,8 +50,12 @@ class StoredSecretResolver:
         workspace_id: str,
         account_id: str,
         secret_versions: Mapping[str, int],
+        retry: Retry = retrying,
     ) -> None:
+        """``retry`` runs each read: an executing run passes its lease's (``LeaseGuard.retrying``), so a
+        database outage delays a provider opening its session instead of failing the run."""
         self._uow = uow
+        self._retry = retry
         self._store = store
         self._workspace_id = workspace_id
         self._account_id = account_id
@@ -63,10 +68,14 @@ class StoredSecretResolver:
         version = self._versions.get(ref.name)
         if version is None or (ref.version is not None and ref.version != str(version)):
             raise SecretNotFoundError(ref)
-        async with self._uow(read_only=True) as uow:
-            record = await uow.secret_records.find(
-                self._workspace_id, ACCOUNT_SECRET_OWNER, self._account_id, ref.name
-            )
+
+        async def read() -> SecretRecord | None:
+            async with self._uow(read_only=True) as uow:
+                return await uow.secret_records.find(
+                    self._workspace_id, ACCOUNT_SECRET_OWNER, self._account_id, ref.name
+                )
+
+        record = await self._retry(read)
         if record is None or record.record_version != version:
             raise SecretNotFoundError(ref)
         plain = open_secret_record(self._store, record)

@@ -3,31 +3,54 @@
 Walks the run's recipients in sequence order beside the stored item results. A recipient without a final
 result gets one: UNKNOWN when its sequence is at or below the dispatch high-water mark (it may have been
 sent), UNSENT above it (it never reached the engine). Every recipient's outcome is written to the result
-artifacts, so the count identity holds and each recipient appears in exactly one outcome file.
+artifacts, so the count identity holds and each recipient appears in exactly one outcome file; the files
+are written anew (``supersede_artifacts`` first sets aside the ones an executor left).
+
+Recovery settles a run whose executor was lost; an executor settles its own run when the engine stopped
+with outcomes it could not record or recipients it never read (``SettleCause.unrecorded``), so that no
+run ends with counts its item rows do not back.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 
 from wepush.agent.engine import ErrorCategory
 from wepush.agent.engine import ItemResult as EngineItemResult
 from wepush.agent.engine import ItemState as EngineItemState
-from wepush.server.domain import ItemState, PageRequest, Recipient, RunCounts, RunItem
+from wepush.server.domain import (
+    ArtifactOwnerType,
+    ArtifactState,
+    ItemState,
+    PageRequest,
+    Recipient,
+    RunCounts,
+    RunItem,
+    UnitOfWorkFactory,
+)
 
 from ._artifacts import ResultArtifacts
-from ._fence import TransactionScope, retrying
+from ._fence import Retry, TransactionScope, retrying
 from ._recipients import RecipientScope, read_recipients
 from ._results import engine_result, stored_result
 from ._spec import recipient_record
+from ._store import ArtifactStore
 
-__all__ = ["SETTLED_CODE", "SettleCause", "SettledItems", "settle_items"]
+__all__ = [
+    "SETTLED_CODE",
+    "UNRECORDED_CODE",
+    "SettleCause",
+    "SettledItems",
+    "settle_items",
+    "supersede_artifacts",
+]
 
 SETTLED_CODE = "EXECUTOR_LOST"
+UNRECORDED_CODE = "OUTCOME_NOT_RECORDED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +63,13 @@ class SettleCause:
     @classmethod
     def executor_lost(cls, reason: str) -> SettleCause:
         return cls(SETTLED_CODE, reason)
+
+    @classmethod
+    def unrecorded(cls, stop_reason: str | None) -> SettleCause:
+        """The executor itself settles its run: the engine stopped (``stop_reason``) with outcomes it could
+        not record, or before it read every recipient."""
+        why = f" ({stop_reason})" if stop_reason else ""
+        return cls(UNRECORDED_CODE, f"the run stopped{why} before an outcome was recorded")
 
     @classmethod
     def refused(cls, code: str) -> SettleCause:
@@ -128,12 +158,14 @@ async def settle_items(
     cause: SettleCause,
     clock: Callable[[], datetime],
     batch_size: int = 500,
+    retry: Retry = retrying,
 ) -> SettledItems:
+    """``retry`` runs each page's transaction: an executor settling its own run passes its lease's."""
     tally: Counter[str] = Counter()
     added: Counter[EngineItemState] = Counter()
     after: int | None = None
     while True:
-        recipients, known, fresh = await retrying(
+        recipients, known, fresh = await retry(
             partial(_settle_page, tx, scope, after, batch_size, dispatched_through, cause, clock)
         )
         if not recipients:
@@ -160,3 +192,30 @@ async def settle_items(
         skipped=tally[ItemState.SKIPPED.value],
     )
     return SettledItems(counts, added[EngineItemState.UNKNOWN], added[EngineItemState.UNSENT])
+
+
+async def supersede_artifacts(
+    uow: UnitOfWorkFactory,
+    tx: TransactionScope,
+    store: ArtifactStore,
+    workspace_id: str,
+    run_id: str,
+    *,
+    keep: Collection[str] = (),
+) -> None:
+    """Make way for files rebuilt from the database: the run's unfinished artifacts fail, finished ones
+    are deleted; artifact types in ``keep`` are left alone."""
+    async with uow(read_only=True) as unit:
+        left = await unit.artifacts.list_for_owner(workspace_id, ArtifactOwnerType.RUN, run_id)
+    for artifact in left:
+        if artifact.artifact_type in keep:
+            continue
+        if artifact.state is ArtifactState.UPLOADING:
+            async with tx() as unit:
+                await unit.artifacts.update(replace(artifact, state=ArtifactState.FAILED))
+        elif artifact.state is ArtifactState.READY:
+            async with tx() as unit:
+                deleting = await unit.artifacts.update(replace(artifact, state=ArtifactState.DELETING))
+            await store.delete(deleting.storage_key)
+            async with tx() as unit:
+                await unit.artifacts.mark_deleted(deleting.id)

@@ -6,6 +6,10 @@ larger one as a multipart upload that is invisible until ``CompleteMultipartUplo
 one part at a time (8 MiB), so an upload's memory stays bounded whatever the artifact's size; an upload
 whose writer died is aborted later by :meth:`S3ArtifactStore.reclaim_abandoned`. boto3 is synchronous:
 every call runs in a worker thread, never on the event loop.
+
+Every call is bounded (see :class:`Patience`): a bucket that accepts connections and never answers must
+not hold a download, or the worker thread serving it, for botocore's defaults (60 s per attempt, five
+attempts: six minutes), when readiness already knows the bucket is down.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -123,8 +128,33 @@ class _S3Upload(HashingUpload):
         self.parts.append({"PartNumber": number, "ETag": sent["ETag"]})
 
 
-#: Seconds a bucket check waits to connect, and then for the answer; it is tried once.
-PROBE_TIMEOUT_S: Final = 2.0
+@dataclass(frozen=True, slots=True)
+class Patience:
+    """How long one client waits for the bucket: seconds to connect, seconds without a byte from it
+    (for the answer, and again for each chunk of a body, so a large object streams for as long as its
+    chunks keep coming), and how many attempts a call makes in all."""
+
+    connect_s: float
+    read_s: float
+    attempts: int
+
+    def config(self) -> Config:
+        return Config(
+            connect_timeout=self.connect_s,
+            read_timeout=self.read_s,
+            retries={"mode": "standard", "total_max_attempts": self.attempts},
+        )
+
+
+#: A bucket check (readiness, start-up): asked often, answered at once, tried once.
+PROBE_PATIENCE: Final = Patience(connect_s=2.0, read_s=2.0, attempts=1)
+#: Reads and deletes: a download waits on them, so a bucket that stopped answering is a 503 within
+#: about ten seconds (two attempts), before a proxy in front gives up on the request.
+READ_PATIENCE: Final = Patience(connect_s=2.0, read_s=5.0, attempts=2)
+#: Uploads: nobody waits on them but the run writing its files, and a bucket may take a while to answer a
+#: part or to assemble a multipart object; still bounded, so a bucket that hangs costs a run's file
+#: about forty seconds before it is given up, not minutes.
+UPLOAD_PATIENCE: Final = Patience(connect_s=2.0, read_s=20.0, attempts=2)
 
 
 class S3ArtifactStore(GeneratedKeys):
@@ -138,12 +168,16 @@ class S3ArtifactStore(GeneratedKeys):
         part_bytes: int = PART_BYTES,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         probe_client: Any | None = None,
+        upload_client: Any | None = None,
     ) -> None:
+        """``client`` reads and deletes; ``probe_client`` checks the bucket and ``upload_client`` writes
+        objects (both ``client`` unless given): each with the patience its callers can afford."""
         self._client = client
         # Readiness asks often and must answer fast: a bucket endpoint that stops answering would hold
-        # each probe's worker thread for the data client's timeouts and retries (minutes), until the
-        # thread pool that artifact I/O shares is full.
+        # each probe's worker thread for the data client's timeouts and retries, until the thread pool
+        # that artifact I/O shares is full.
         self._probe_client = probe_client if probe_client is not None else client
+        self._upload_client = upload_client if upload_client is not None else client
         self._bucket = bucket
         self._part_bytes = part_bytes
         self._clock = clock
@@ -156,31 +190,28 @@ class S3ArtifactStore(GeneratedKeys):
             raise ArtifactStoreUnavailable("wepush.artifacts.s3.bucket is not set")
         config = Config(
             signature_version="s3v4",
-            retries={"mode": "standard", "max_attempts": 5},
             # Custom endpoints (MinIO, Ceph, moto …) rarely resolve virtual-hosted bucket names.
             s3={"addressing_style": "path"} if settings.endpoint_url else None,
-        )
-        probe = config.merge(
-            Config(
-                connect_timeout=PROBE_TIMEOUT_S,
-                read_timeout=PROBE_TIMEOUT_S,
-                retries={"mode": "standard", "total_max_attempts": 1},
-            )
         )
         # Explicit credentials when configured; otherwise boto3's own chain (environment, profile, role).
         session = boto3.session.Session()
 
-        def client(with_config: Config) -> Any:
+        def client(patience: Patience) -> Any:
             return session.client(
                 "s3",
                 endpoint_url=settings.endpoint_url,
                 region_name=settings.region,
                 aws_access_key_id=settings.access_key_id,
                 aws_secret_access_key=settings.secret_access_key,
-                config=with_config,
+                config=config.merge(patience.config()),
             )
 
-        return cls(client(config), settings.bucket, probe_client=client(probe))
+        return cls(
+            client(READ_PATIENCE),
+            settings.bucket,
+            probe_client=client(PROBE_PATIENCE),
+            upload_client=client(UPLOAD_PATIENCE),
+        )
 
     def __repr__(self) -> str:
         return f"S3ArtifactStore(bucket={self._bucket!r})"
@@ -199,7 +230,7 @@ class S3ArtifactStore(GeneratedKeys):
             ) from None
 
     async def begin_upload(self, key: str) -> ArtifactUpload:
-        return _S3Upload(checked_key(key), self._client, self._bucket, self._part_bytes, self._open)
+        return _S3Upload(checked_key(key), self._upload_client, self._bucket, self._part_bytes, self._open)
 
     async def complete(self, upload: ArtifactUpload) -> StoredObject:
         s3 = own(upload, _S3Upload)
@@ -207,13 +238,13 @@ class S3ArtifactStore(GeneratedKeys):
         try:
             if s3.upload_id is None:
                 await asyncio.to_thread(
-                    self._client.put_object, Bucket=self._bucket, Key=s3.key, Body=s3.take_buffer()
+                    self._upload_client.put_object, Bucket=self._bucket, Key=s3.key, Body=s3.take_buffer()
                 )
             else:
                 if s3.buffer:
                     await s3.send_part(s3.take_buffer())
                 await asyncio.to_thread(
-                    self._client.complete_multipart_upload,
+                    self._upload_client.complete_multipart_upload,
                     Bucket=self._bucket,
                     Key=s3.key,
                     UploadId=s3.upload_id,

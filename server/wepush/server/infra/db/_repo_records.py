@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import ColumnElement, and_, delete, exists, or_, select, update
 
 from wepush.server.domain import (
     TERMINAL_RUN_STATES,
@@ -69,6 +69,7 @@ class SqlArtifactRepository(SqlRepository):
         *,
         states: Collection[ArtifactState],
         artifact_types: Collection[str] | None = None,
+        without_replaced_failures: bool = False,
     ) -> Page[Artifact, Keyset]:
         stmt = select(artifact).where(
             artifact.c.workspace_id == workspace_id,
@@ -78,6 +79,8 @@ class SqlArtifactRepository(SqlRepository):
         )
         if artifact_types is not None:
             stmt = stmt.where(artifact.c.artifact_type.in_(sorted(artifact_types)))
+        if without_replaced_failures:
+            stmt = stmt.where(or_(artifact.c.state != ArtifactState.FAILED.value, ~_replaced()))
         return await self._keyset_page(
             stmt,
             page,
@@ -164,6 +167,28 @@ class SqlArtifactRepository(SqlRepository):
         )
         return frozenset(str(row["storage_key"]) for row in rows)
 
+    async def list_unreplaced_failures(
+        self, artifact_types: Collection[str], now: datetime, page: PageRequest[Keyset]
+    ) -> Page[Artifact, Keyset]:
+        ended = select(run.c.id).where(run.c.state.in_([s.value for s in TERMINAL_RUN_STATES]))
+        stmt = select(artifact).where(
+            artifact.c.state == ArtifactState.FAILED.value,
+            artifact.c.owner_type == ArtifactOwnerType.RUN.value,
+            artifact.c.artifact_type.in_(sorted(artifact_types)),
+            or_(artifact.c.expires_at.is_(None), artifact.c.expires_at > now),
+            artifact.c.owner_id.in_(ended),
+            ~_replaced(),
+        )
+        return await self._keyset_page(
+            stmt,
+            page,
+            at=artifact.c.created_at,
+            id_=artifact.c.id,
+            build=_ARTIFACT.from_row,
+            key=lambda a: Keyset(a.created_at, a.id),
+            descending=False,
+        )
+
     async def list_deleting(self, limit: int) -> list[Artifact]:
         rows = await self._all(
             select(artifact)
@@ -172,6 +197,27 @@ class SqlArtifactRepository(SqlRepository):
             .limit(limit)
         )
         return [_ARTIFACT.from_row(row) for row in rows]
+
+
+def _replaced() -> ColumnElement[bool]:
+    """Another artifact of the same owner and type stands for the ``artifact`` row: one UPLOADING or READY,
+    or one created after it (expired since). One that was deleted before does not: a file written again
+    after the READY one was removed to make way for it (a recovery) and then failed is still lost."""
+    other = artifact.alias("replacement")
+    later = or_(
+        other.c.created_at > artifact.c.created_at,
+        and_(other.c.created_at == artifact.c.created_at, other.c.id > artifact.c.id),
+    )
+    return exists().where(
+        other.c.workspace_id == artifact.c.workspace_id,
+        other.c.owner_type == artifact.c.owner_type,
+        other.c.owner_id == artifact.c.owner_id,
+        other.c.artifact_type == artifact.c.artifact_type,
+        or_(
+            other.c.state.in_([ArtifactState.UPLOADING.value, ArtifactState.READY.value]),
+            and_(other.c.state.in_([ArtifactState.DELETING.value, ArtifactState.DELETED.value]), later),
+        ),
+    )
 
 
 class SqlAuditRepository(SqlRepository):

@@ -6,7 +6,9 @@ It is a supervisor with one task per loop:
 * **claimer** — claims PENDING runs (one ACTIVE lease each, enforced by the database) while fewer than
   ``max_runs`` execute, woken by the availability hint or its scan interval;
 * **command poller** — delivers stored operator commands to the runs it executes;
-* **lease renewer** — extends the leases of its runs and reports the agent's heartbeat;
+* **lease renewer** — extends the leases of its runs and reports the agent's heartbeat; through a database
+  outage a renewal waits for the database until its lease's expiry, so a run outlives an outage shorter
+  than the lease TTL (see ``RunExecution``);
 * **lease reaper** — expires overdue leases and recovers runs no active lease covers any more.
 
 Its name is its identity across restarts, so before it registers it makes sure no live process holds that
@@ -506,22 +508,26 @@ class EmbeddedAgent:
     async def _renew_loop(self) -> None:
         interval = self._heartbeat_interval.total_seconds()
         while True:
-            for execution in tuple(self._executions.values()):
-                with self._run_log_context(execution):
-                    try:
-                        await execution.renew()
-                    except Exception:
-                        # The database is unreachable for longer than one renewal's retries (a restart,
-                        # a failover): try again on the next pass. Ending the loop would shut the whole
-                        # agent down for good; a lease that stays unrenewed expires and is recovered.
-                        _log.exception(
-                            "run %s: renewing lease %s failed; retrying on the next pass",
-                            execution.run_id,
-                            execution.lease.id,
-                            extra={"event": "LEASE_RENEW_FAILED"},
-                        )
+            # Side by side: through a database outage each renewal waits until its own lease's expiry, and
+            # none may hold up another's once the database is back.
+            await asyncio.gather(*(self._renew(e) for e in tuple(self._executions.values())))
             await self._heartbeat(AgentStatus.ONLINE)
             await asyncio.sleep(interval)
+
+    async def _renew(self, execution: RunExecution) -> None:
+        with self._run_log_context(execution):
+            try:
+                await execution.renew()
+            except Exception:
+                # Not an outage (``renew`` waits those out until the lease's expiry, then reports the
+                # lease lost): try again on the next pass. Ending the loop would shut the whole agent
+                # down for good; a lease that stays unrenewed expires and is recovered.
+                _log.exception(
+                    "run %s: renewing lease %s failed; retrying on the next pass",
+                    execution.run_id,
+                    execution.lease.id,
+                    extra={"event": "LEASE_RENEW_FAILED"},
+                )
 
     async def _reaper_loop(self) -> None:
         while True:
