@@ -32,8 +32,13 @@ __all__ = ["RecipientScope", "SnapshotRecipientSource", "read_recipients"]
 
 _PACE_WINDOW = 1.0
 """Seconds of dispatch one raise of the mark covers: about one write a second, whatever the pace."""
-_MIN_CHUNK = 32
-"""Records a raise covers at least, so that a slow or just-started run does not write per record."""
+_FIRST_CHUNK = 32
+"""Records the first raise covers (and any raised before a pace is known): a just-started run starts as
+many records as its concurrency at once, and must not wait for a write per record."""
+_MIN_CHUNK = 1
+"""Records a raise covers at least once the pace is known. A chunk is a second of sending, so even one
+record a raise writes at most about once a second; a slow run (2 a second) thus counts 2 or 3 records
+beyond those in flight as possibly sent after a crash, not a fixed floor's 48."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +87,9 @@ class SnapshotRecipientSource:
     engine asks ``covers`` right before it hands a record to a provider and awaits ``cover`` when the
     answer is no, and ``covers`` answers yes only once a mark at or above the record is stored. A recovery
     therefore never takes an item that may have been sent for UNSENT. To spare dispatch a database write
-    per record, the mark is raised in chunks of about a second of the run's recent dispatch pace (at
-    least 32 records, at most a read batch, never beyond the last record read), and the next chunk is
+    per record, the mark is raised in chunks of about a second of the run's recent dispatch pace (32
+    records for the first, when no pace is known yet; at most a read batch, never beyond the last record
+    read), and the next chunk is
     raised in the background as soon as dispatch passes the middle of the current one: dispatch waits
     for a write only at the start, after a pause or when sending outruns the database. After a crash only
     the items in flight and at most about one and a half chunks beyond them count as possibly sent. A
@@ -195,10 +201,10 @@ class SnapshotRecipientSource:
         the floor and a read batch (converted from records to sequences by the density of the set)."""
         now = self._monotonic()
         paced, self._paced = self._paced, (now, sequence)
-        floor = math.ceil(min(_MIN_CHUNK, self._batch) / self._density)
         cap = math.ceil(self._batch / self._density)
         if paced is None:
-            return floor
+            return math.ceil(min(_FIRST_CHUNK, self._batch) / self._density)
+        floor = math.ceil(min(_MIN_CHUNK, self._batch) / self._density)
         elapsed = now - paced[0]
         if elapsed <= 0:
             return cap
