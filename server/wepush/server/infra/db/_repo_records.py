@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, exists, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, delete, exists, or_, select, update
 
 from wepush.server.domain import (
     TERMINAL_RUN_STATES,
@@ -81,15 +82,7 @@ class SqlArtifactRepository(SqlRepository):
             stmt = stmt.where(artifact.c.artifact_type.in_(sorted(artifact_types)))
         if without_replaced_failures:
             stmt = stmt.where(or_(artifact.c.state != ArtifactState.FAILED.value, ~_replaced()))
-        return await self._keyset_page(
-            stmt,
-            page,
-            at=artifact.c.created_at,
-            id_=artifact.c.id,
-            build=_ARTIFACT.from_row,
-            key=lambda a: Keyset(a.created_at, a.id),
-            descending=False,
-        )
+        return await self._oldest_first(stmt, page)
 
     async def update(self, artifact_: Artifact) -> Artifact:
         row = await self._update_versioned(
@@ -179,6 +172,9 @@ class SqlArtifactRepository(SqlRepository):
             artifact.c.owner_id.in_(ended),
             ~_replaced(),
         )
+        return await self._oldest_first(stmt, page)
+
+    async def _oldest_first(self, stmt: Select[Any], page: PageRequest[Keyset]) -> Page[Artifact, Keyset]:
         return await self._keyset_page(
             stmt,
             page,
