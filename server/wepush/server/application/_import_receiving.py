@@ -24,6 +24,7 @@ from typing import ClassVar, Final
 
 from wepush.server.application.audit import Auditor
 from wepush.server.application.auth import Principal, PrincipalType
+from wepush.server.application.background import PassFailures, repeat_every
 from wepush.server.application.import_retention import discard_staging_in_batches
 from wepush.server.domain import AudienceImport, AuditOutcome, DomainError, UnitOfWork, UnitOfWorkFactory
 
@@ -303,12 +304,5 @@ class AbandonedUploads:
 
     async def run_every(self, interval: timedelta) -> None:
         """Check now and then every ``interval`` until cancelled; a failed pass is retried next time."""
-        while True:
-            try:
-                await self.sweep()
-            except Exception:
-                _log.exception(
-                    "abandoned-upload check failed; retrying on the next interval",
-                    extra={"event": "IMPORT_ABANDONED_CHECK_FAILED"},
-                )
-            await asyncio.sleep(interval.total_seconds())
+        failures = PassFailures(_log, "abandoned-upload check", event="IMPORT_ABANDONED_CHECK_FAILED")
+        await repeat_every(interval, self.sweep, failures)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
+from wepush.server.application.background import PassFailures, repeat_every
 from wepush.server.domain import UnitOfWorkFactory
 
 __all__ = ["STAGING_GRACE", "ImportRetention", "ImportSweepReport", "discard_staging_in_batches"]
@@ -80,17 +81,13 @@ class ImportRetention:
 
     async def run_every(self, interval: timedelta) -> None:
         """Sweep now and then every ``interval`` until cancelled; a failed pass is retried next time."""
-        while True:
-            try:
-                report = await self.sweep()
-                if report.expired_imports or report.discarded_rows:
-                    _log.info("import retention: %s", report, extra={"event": "IMPORT_RETENTION_PASS"})
-            except Exception:
-                _log.exception(
-                    "import retention pass failed; retrying on the next interval",
-                    extra={"event": "IMPORT_RETENTION_FAILED"},
-                )
-            await asyncio.sleep(interval.total_seconds())
+        failures = PassFailures(_log, "import retention", event="IMPORT_RETENTION_FAILED")
+        await repeat_every(interval, self._pass, failures)
+
+    async def _pass(self) -> None:
+        report = await self.sweep()
+        if report.expired_imports or report.discarded_rows:
+            _log.info("import retention: %s", report, extra={"event": "IMPORT_RETENTION_PASS"})
 
 
 async def discard_staging_in_batches(

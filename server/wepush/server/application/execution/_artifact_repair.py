@@ -16,7 +16,6 @@ store is still down, and the next pass tries again.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
@@ -24,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from wepush.agent.engine import ItemResult as EngineItemResult
+from wepush.server.application.background import PassFailures, database_outage, repeat_every
 from wepush.server.domain import (
     MAX_PAGE_LIMIT,
     Artifact,
@@ -141,10 +141,13 @@ class OutcomeArtifactRepair:
         self._clock = clock
         self._locks = locks or InProcessRecoveryLocks()
         self._batch = batch_size
+        # The passes and each run's repair in them: a run that cannot be repaired is followed on its own.
+        self._failures = PassFailures(_log, "artifact rebuild", event="ARTIFACT_REBUILD_FAILED")
 
     async def sweep(self) -> RepairReport:
         """One pass over every finished run with a lost outcome file; stops at the first file the store
-        refuses. A run that cannot be repaired for another reason is logged and left to the next pass."""
+        refuses, or at a database outage. A run that cannot be repaired for another reason is logged and
+        left to the next pass."""
         report = RepairReport()
         seen: set[str] = set()
         after: Keyset | None = None
@@ -157,18 +160,17 @@ class OutcomeArtifactRepair:
                 if lost.owner_id in seen:
                     continue
                 seen.add(lost.owner_id)
+                part, ids = f"run {lost.owner_id}", {"workspaceId": lost.workspace_id, "runId": lost.owner_id}
                 try:
                     report += await self.repair_run(lost.workspace_id, lost.owner_id)
-                except Exception:
-                    _log.exception(
-                        "run %s: its lost outcome files could not be written again; next pass retries",
-                        lost.owner_id,
-                        extra={
-                            "event": "ARTIFACT_REBUILD_FAILED",
-                            "workspaceId": lost.workspace_id,
-                            "runId": lost.owner_id,
-                        },
-                    )
+                except Exception as error:
+                    if database_outage(error) is not None:
+                        # Every other run's repair fails the same: the pass ends, and the outage is told
+                        # once, by the loop (``run_every``).
+                        raise
+                    self._failures.failed(error, part, extra=ids)
+                else:
+                    self._failures.succeeded(part, extra=ids)
                 if report.store_failed:
                     return report
             if page.next_after is None:
@@ -177,17 +179,12 @@ class OutcomeArtifactRepair:
 
     async def run_every(self, interval: timedelta) -> None:
         """Sweep now and then every ``interval`` until cancelled; a failed pass is retried next time."""
-        while True:
-            try:
-                report = await self.sweep()
-                if report.rebuilt or report.dropped:
-                    _log.info("artifact rebuild: %s", report, extra={"event": "ARTIFACT_REBUILD_PASS"})
-            except Exception:
-                _log.exception(
-                    "artifact rebuild pass failed; retrying on the next interval",
-                    extra={"event": "ARTIFACT_REBUILD_FAILED"},
-                )
-            await asyncio.sleep(interval.total_seconds())
+        await repeat_every(interval, self._pass, self._failures)
+
+    async def _pass(self) -> None:
+        report = await self.sweep()
+        if report.rebuilt or report.dropped:
+            _log.info("artifact rebuild: %s", report, extra={"event": "ARTIFACT_REBUILD_PASS"})
 
     async def repair_run(self, workspace_id: str, run_id: str) -> RepairReport:
         """Write the run's lost outcome files again, if it has ended and still lacks them."""

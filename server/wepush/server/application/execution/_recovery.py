@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from wepush.server.application.background import PassFailures
 from wepush.server.domain import (
     AgentLease,
     Keyset,
@@ -214,15 +215,11 @@ class RunRecovery:
     async def finish_cancelled_every(self, interval: timedelta, notifier: RunAvailabilityNotifier) -> None:
         """The Service's own loop (every instance, with or without an embedded agent): a pass whenever
         ``notifier`` hints (a cancel was stored) and at least every ``interval``; a failed pass is retried."""
+        failures = PassFailures(_log, "ending cancelled runs", event="RUN_CANCEL_FINISH_FAILED")
         with notifier.listening() as hint:
             while True:
-                try:
+                with failures.attempt():
                     await self.finish_cancelled_runs()
-                except Exception:
-                    _log.exception(
-                        "ending cancelled runs failed; retrying on the next pass",
-                        extra={"event": "RUN_CANCEL_FINISH_FAILED"},
-                    )
                 await hint.wait(interval.total_seconds())
 
     async def recover_run(

@@ -8,12 +8,12 @@ pass can be repeated any number of times.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from wepush.server.application.background import PassFailures, repeat_every
 from wepush.server.domain import Artifact, UnitOfWorkFactory
 
 from ._store import ArtifactStore
@@ -73,17 +73,13 @@ class ArtifactRetention:
 
     async def run_every(self, interval: timedelta) -> None:
         """Sweep now and then every ``interval`` until cancelled; a failed pass is retried next time."""
-        while True:
-            try:
-                report = await self.sweep()
-                if report.deleted or report.missing or report.failed or report.abandoned_uploads:
-                    _log.info("artifact retention: %s", report, extra={"event": "ARTIFACT_RETENTION_PASS"})
-            except Exception:
-                _log.exception(
-                    "artifact retention pass failed; retrying on the next interval",
-                    extra={"event": "ARTIFACT_RETENTION_FAILED"},
-                )
-            await asyncio.sleep(interval.total_seconds())
+        failures = PassFailures(_log, "artifact retention", event="ARTIFACT_RETENTION_FAILED")
+        await repeat_every(interval, self._pass, failures)
+
+    async def _pass(self) -> None:
+        report = await self.sweep()
+        if report.deleted or report.missing or report.failed or report.abandoned_uploads:
+            _log.info("artifact retention: %s", report, extra={"event": "ARTIFACT_RETENTION_PASS"})
 
     async def _delete(self, artifact: Artifact) -> str:
         try:

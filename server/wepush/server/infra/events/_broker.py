@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 
+from wepush.server.application.background import PassFailures
 from wepush.server.domain import RunEvent
 
 from ._source import RunEventSource
@@ -67,32 +68,22 @@ class _RunPoller:
                 self.wake.clear()
                 if not self.subscribers:
                     break
-                try:
+                # A failed read is retried at the next tick; subscribers keep their position.
+                with broker._poll_failures.attempt(self.key):
                     cursor = await self._pump(cursor)
-                except Exception:
-                    # A failed read is retried at the next tick; subscribers keep their position.
-                    _log.warning(
-                        "polling events of run %s failed",
-                        self.run_id,
-                        exc_info=True,
-                        extra={"event": "EVENT_POLL_FAILED"},
-                    )
         finally:
             self.finished = True
             broker._forget(self)
 
+    @property
+    def key(self) -> str:
+        return f"run {self.run_id}"
+
     async def _head(self) -> int:
         while True:
-            try:
+            with self.broker._head_failures.attempt(self.key):
                 return await self.broker.source.head(self.workspace_id, self.run_id)
-            except Exception:
-                _log.warning(
-                    "reading the event head of run %s failed",
-                    self.run_id,
-                    exc_info=True,
-                    extra={"event": "EVENT_HEAD_READ_FAILED"},
-                )
-                await asyncio.sleep(self.broker.poll_interval)
+            await asyncio.sleep(self.broker.poll_interval)
 
     async def _pump(self, cursor: int) -> int:
         """Read and publish everything committed after ``cursor``; returns the new cursor."""
@@ -131,6 +122,9 @@ class RunEventBroker:
         self.batch_size = batch_size
         self._pollers: dict[str, _RunPoller] = {}
         self._stopped = False
+        # Shared by the pollers: an outage fails every watched run's reads, and is told once.
+        self._poll_failures = PassFailures(_log, "event poller", event="EVENT_POLL_FAILED")
+        self._head_failures = PassFailures(_log, "event head read", event="EVENT_HEAD_READ_FAILED")
 
     def subscribe(
         self, workspace_id: str, run_id: str, *, after_sequence: int, end_at: int | None = None
@@ -190,3 +184,5 @@ class RunEventBroker:
     def _forget(self, poller: _RunPoller) -> None:
         if self._pollers.get(poller.run_id) is poller:
             del self._pollers[poller.run_id]
+            self._poll_failures.forget(poller.key)
+            self._head_failures.forget(poller.key)

@@ -36,6 +36,7 @@ from wepush.agent.engine import (
     format_instant,
 )
 from wepush.agent.providers.catalog import ProviderCatalog
+from wepush.server.application.background import PassFailures
 from wepush.server.application.execution import (
     EXECUTING_STATES,
     ArtifactStore,
@@ -152,6 +153,14 @@ class EmbeddedAgent:
         self._claim_hint: HintListener | None = None
         self._command_hint: HintListener | None = None
         self.failure: BaseException | None = None
+        # How each loop tells a failed pass: a database outage once, not a traceback per pass.
+        self._claim_failures = PassFailures(_log, "run claimer", event="RUN_CLAIM_FAILED")
+        self._heartbeat_failures = PassFailures(
+            _log, "embedded agent heartbeat", event="AGENT_HEARTBEAT_FAILED"
+        )
+        self._delivery_failures = PassFailures(_log, "command delivery", event="COMMAND_DELIVERY_FAILED")
+        self._renew_failures = PassFailures(_log, "lease renewal", event="LEASE_RENEW_FAILED")
+        self._reaper_failures = PassFailures(_log, "lease reaper", event="LEASE_REAPER_FAILED")
 
     # ------------------------------------------------------------------ observation
 
@@ -342,13 +351,11 @@ class EmbeddedAgent:
     async def _heartbeat(self, status: AgentStatus) -> None:
         if self._agent is None:
             return
-        try:
+        with self._heartbeat_failures.attempt():
             async with self._uow() as uow:
                 await uow.agents.record_heartbeat(
                     self._agent.id, status=status, seen_at=self._clock(), capacity=self._capacity()
                 )
-        except Exception:
-            _log.exception("embedded agent heartbeat failed", extra={"event": "AGENT_HEARTBEAT_FAILED"})
 
     # ------------------------------------------------------------------ recovery
 
@@ -391,16 +398,14 @@ class EmbeddedAgent:
                     if execution is None:
                         break
                     self._launch(execution)
-                failures = 0
-            except Exception:
+            except Exception as error:
                 failures += 1
                 if failures >= self._settings.claim_failure_limit:
                     raise
-                _log.exception(
-                    "claiming runs failed (%d in a row); retrying",
-                    failures,
-                    extra={"event": "RUN_CLAIM_FAILED"},
-                )
+                self._claim_failures.failed(error)
+            else:
+                failures = 0
+                self._claim_failures.succeeded()
             await self._claim_hint.wait(self._settings.scan_interval.total_seconds())
 
     async def _claim_one(self) -> RunExecution | None:
@@ -472,6 +477,8 @@ class EmbeddedAgent:
         def finished(done: asyncio.Task[None]) -> None:
             self._executions.pop(run_id, None)
             self._tasks.pop(run_id, None)
+            for failures in (self._delivery_failures, self._renew_failures):
+                failures.forget(f"run {run_id}")
             if not done.cancelled() and done.exception() is not None:
                 # The lease is no longer renewed; the reaper recovers the run once it expires.
                 with self._run_log_context(execution):
@@ -490,19 +497,12 @@ class EmbeddedAgent:
         assert self._command_hint is not None
         while True:
             for run_id, execution in tuple(self._executions.items()):
-                try:
+                with self._run_log_context(execution), self._delivery_failures.attempt(f"run {run_id}"):
                     async with self._uow(read_only=True) as uow:
                         commands = await pending_commands(uow, run_id)
-                    with self._run_log_context(execution):
-                        for command in commands:
-                            if not await execution.deliver(command):
-                                break
-                except Exception:
-                    _log.exception(
-                        "run %s: delivering commands failed; retrying on the next poll",
-                        run_id,
-                        extra={"event": "COMMAND_DELIVERY_FAILED"},
-                    )
+                    for command in commands:
+                        if not await execution.deliver(command):
+                            break
             await self._command_hint.wait(self._settings.command_poll_interval.total_seconds())
 
     async def _renew_loop(self) -> None:
@@ -515,38 +515,28 @@ class EmbeddedAgent:
             await asyncio.sleep(interval)
 
     async def _renew(self, execution: RunExecution) -> None:
-        with self._run_log_context(execution):
-            try:
-                await execution.renew()
-            except Exception:
-                # Not an outage (``renew`` waits those out until the lease's expiry, then reports the
-                # lease lost): try again on the next pass. Ending the loop would shut the whole agent
-                # down for good; a lease that stays unrenewed expires and is recovered.
-                _log.exception(
-                    "run %s: renewing lease %s failed; retrying on the next pass",
-                    execution.run_id,
-                    execution.lease.id,
-                    extra={"event": "LEASE_RENEW_FAILED"},
-                )
+        # Rarely an outage (``renew`` waits those out until the lease's expiry, then reports the lease
+        # lost): tried again on the next pass. Ending the loop would shut the whole agent down for good; a
+        # lease that stays unrenewed expires and is recovered.
+        with self._run_log_context(execution), self._renew_failures.attempt(f"run {execution.run_id}"):
+            await execution.renew()
 
     async def _reaper_loop(self) -> None:
         while True:
             await asyncio.sleep(self._settings.scan_interval.total_seconds())
-            try:
-                async with self._uow() as uow:
-                    expired = await uow.leases.expire_overdue(self._clock(), 100)
-                for lease in expired:
-                    mine = self._executions.get(lease.run_id)
-                    if mine is not None and mine.lease.id == lease.id:
-                        with self._run_log_context(mine):
-                            await mine.renew()  # fails: the execution learns its lease is gone and stops
-                    await self._recovery.recover_lease(lease, EXPIRED_CAUSE)
-                await self._recover_orphans(tuple(EXECUTING_STATES), EXPIRED_CAUSE)
-            except Exception:
-                _log.exception(
-                    "lease reaper pass failed; retrying on the next interval",
-                    extra={"event": "LEASE_REAPER_FAILED"},
-                )
+            with self._reaper_failures.attempt():
+                await self._reap()
+
+    async def _reap(self) -> None:
+        async with self._uow() as uow:
+            expired = await uow.leases.expire_overdue(self._clock(), 100)
+        for lease in expired:
+            mine = self._executions.get(lease.run_id)
+            if mine is not None and mine.lease.id == lease.id:
+                with self._run_log_context(mine):
+                    await mine.renew()  # fails: the execution learns its lease is gone and stops
+            await self._recovery.recover_lease(lease, EXPIRED_CAUSE)
+        await self._recover_orphans(tuple(EXECUTING_STATES), EXPIRED_CAUSE)
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:
