@@ -95,19 +95,19 @@ def wepush_records(caplog: pytest.LogCaptureFixture, level: int) -> list[logging
     return [r for r in caplog.records if r.name.startswith("wepush") and r.levelno >= level]
 
 
-async def test_an_outage_is_one_warning_and_one_recovery_line_per_loop_however_many_passes_fail(
-    gated: tuple[CountedUnitsOfWork, TcpGate],
+async def outage_agent(
+    uow: CountedUnitsOfWork,
     artifact_store: LocalArtifactStore,
     secret_store: LocalEnvelopeSecretStore,
     notifier: RunAvailabilityNotifier,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    uow, gate = gated
+    *,
+    claim_failure_limit: int,
+) -> EmbeddedAgent:
     now = utc_now()
     workspace = Workspace(name="outage", created_at=now, updated_at=now)
     async with uow() as unit:
         await unit.workspaces.add(workspace)
-    agent = EmbeddedAgent(
+    return EmbeddedAgent(
         uow=uow,
         providers=ProviderCatalog.from_factories([FakeProviderFactory()]),
         artifact_store=artifact_store,
@@ -117,10 +117,22 @@ async def test_an_outage_is_one_warning_and_one_recovery_line_per_loop_however_m
         settings=EmbeddedAgentSettings(
             scan_interval=timedelta(milliseconds=20),  # the claimer's and the reaper's pass
             lease_ttl=timedelta(seconds=1.5),  # a heartbeat every 0.5 s
-            claim_failure_limit=1_000_000,  # about the log, not about when the claimer gives up
+            claim_failure_limit=claim_failure_limit,
             shutdown_grace=timedelta(milliseconds=200),
         ),
     )
+
+
+async def test_an_outage_is_one_warning_and_one_recovery_line_per_loop_however_many_passes_fail(
+    gated: tuple[CountedUnitsOfWork, TcpGate],
+    artifact_store: LocalArtifactStore,
+    secret_store: LocalEnvelopeSecretStore,
+    notifier: RunAvailabilityNotifier,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    uow, gate = gated
+    # About the log, not about when the claimer gives up.
+    agent = await outage_agent(uow, artifact_store, secret_store, notifier, claim_failure_limit=1_000_000)
     caplog.set_level(logging.INFO)
     await agent.start()
     try:
@@ -150,3 +162,25 @@ async def test_an_outage_is_one_warning_and_one_recovery_line_per_loop_however_m
     assert sorted(loop for loop, _ in recovered) == sorted(loop for loop, _ in LOOPS.values())
     for task, (loop, _) in LOOPS.items():
         assert dict(recovered)[loop] >= FAILED_PASSES[task]
+
+
+async def test_the_claimer_waits_out_an_outage_longer_than_its_failure_limit(
+    gated: tuple[CountedUnitsOfWork, TcpGate],
+    artifact_store: LocalArtifactStore,
+    secret_store: LocalEnvelopeSecretStore,
+    notifier: RunAvailabilityNotifier,
+) -> None:
+    # The limit ends a claimer that keeps failing for a fault of its own; an outage is the database's, and
+    # an agent that gave up on one sent nothing again until the Service was restarted.
+    uow, gate = gated
+    agent = await outage_agent(uow, artifact_store, secret_store, notifier, claim_failure_limit=3)
+    await agent.start()
+    try:
+        await gate.close()
+        await passes(uow, {"embedded-agent:claimer": 20}, "the claimer to fail far beyond its limit")
+        await gate.open()
+        await passes(uow, {"embedded-agent:claimer": 3}, "the claimer to scan again")
+        assert agent.failure is None
+    finally:
+        await agent.shutdown()
+    assert agent.failure is None

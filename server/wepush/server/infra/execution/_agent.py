@@ -36,7 +36,7 @@ from wepush.agent.engine import (
     format_instant,
 )
 from wepush.agent.providers.catalog import ProviderCatalog
-from wepush.server.application.background import PassFailures
+from wepush.server.application.background import PassFailures, database_outage
 from wepush.server.application.execution import (
     EXECUTING_STATES,
     ArtifactStore,
@@ -388,7 +388,9 @@ class EmbeddedAgent:
 
     async def _claim_loop(self) -> None:
         """Transient failures are retried on the next scan; a claimer that keeps failing ends the loop, and
-        with it the agent (see ``failure``), instead of spinning silently."""
+        with it the agent (see ``failure``), instead of spinning silently. A database outage is not such a
+        failure: the claimer waits it out however long it lasts (every other part of the Service does; an
+        agent that gave up after a two-minute outage sent nothing again until the Service was restarted)."""
         assert self._claim_hint is not None
         failures = 0
         while True:
@@ -399,9 +401,10 @@ class EmbeddedAgent:
                         break
                     self._launch(execution)
             except Exception as error:
-                failures += 1
-                if failures >= self._settings.claim_failure_limit:
-                    raise
+                if database_outage(error) is None:
+                    failures += 1
+                    if failures >= self._settings.claim_failure_limit:
+                        raise
                 self._claim_failures.failed(error)
             else:
                 failures = 0

@@ -37,7 +37,8 @@ class EmbeddedAgentSettings:
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     settle_batch_size: int = 500
     claim_failure_limit: int = 20
-    """Consecutive failed claim scans after which the agent gives up and shuts down."""
+    """Consecutive failed claim scans after which the agent gives up and shuts down (passes failed by a
+    database outage do not count: those are waited out)."""
 
     def __post_init__(self) -> None:
         if self.max_runs < 1 or self.max_concurrency < 1:
