@@ -40,6 +40,7 @@ from ._artifacts import ResultArtifacts, RetentionPolicy, RunArtifactWriter, Run
 from ._commands import pending_commands, reject_pending
 from ._fence import plain_transactions, retrying
 from ._notifier import RunAvailabilityNotifier
+from ._outcomes import counts_json
 from ._recipients import RecipientScope
 from ._recovery_locks import InProcessRecoveryLocks, RecoveryLocks
 from ._settle import SETTLED_CODE, SettleCause, settle_items, supersede_artifacts
@@ -401,15 +402,7 @@ class RunRecovery:
             occurred_at=self._clock(),
             data={
                 "finalState": final.value,
-                "counts": {
-                    "total": counts.total,
-                    "succeeded": counts.succeeded,
-                    "failed": counts.failed,
-                    "unknown": counts.unknown,
-                    "unsent": counts.unsent,
-                    "skipped": counts.skipped,
-                    "retried": counts.retried,
-                },
+                "counts": counts_json(counts),
                 "stopReason": ending.stop_reason,
                 "recovered": ending.recovered,
                 "cause": ending.cause,
