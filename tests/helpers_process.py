@@ -61,6 +61,44 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout_s: float) ->
     raise TimeoutError("wepush serve did not become live")
 
 
+def serve_command(data_dir: Path, port: int, *args: str) -> list[str]:
+    """``wepush serve`` on ``port`` for ``data_dir``, as a command line for this interpreter."""
+    return [
+        sys.executable,
+        "-m",
+        "wepush.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+        *args,
+    ]
+
+
+def service_env(data_dir: Path, extra_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without any ``WEPUSH_`` setting, the configuration directory under
+    ``data_dir``, and ``extra_env`` over both."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEPUSH_")}
+    env["WEPUSH_CONFIG_DIR"] = str(data_dir / "config")
+    env.update(extra_env or {})
+    return env
+
+
+def serve_to_exit(
+    data_dir: Path, *, extra_env: Mapping[str, str] | None = None, timeout_s: float = 120.0
+) -> subprocess.CompletedProcess[str]:
+    """Run ``wepush serve`` on a free port until it exits by itself (a start the test expects refused),
+    its output captured as text."""
+    return subprocess.run(
+        serve_command(data_dir, free_port()),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=service_env(data_dir, extra_env),
+    )
+
+
 @contextmanager
 def running_service(
     data_dir: Path,
@@ -71,26 +109,13 @@ def running_service(
     timeout_s: float = 60.0,
 ) -> Iterator[ServiceProcess]:
     port = port or free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WEPUSH_")}
-    env["WEPUSH_CONFIG_DIR"] = str(data_dir / "config")
-    env.update(extra_env or {})
     log_path = data_dir.parent / f"{data_dir.name}-service.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "wepush.cli",
-                "serve",
-                "--port",
-                str(port),
-                "--data-dir",
-                str(data_dir),
-                *args,
-            ],
+            serve_command(data_dir, port, *args),
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=env,
+            env=service_env(data_dir, extra_env),
         )
     base_url = f"http://127.0.0.1:{port}"
     try:

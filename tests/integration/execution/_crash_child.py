@@ -9,10 +9,8 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from tests.integration.execution._world import make_agent
+from tests.integration.execution._world import loopback_http_catalog, make_agent
 from wepush.agent.engine import EngineOptions
-from wepush.agent.providers.catalog import ProviderCatalog
-from wepush.agent.providers.http import HttpProviderFactory
 from wepush.server.application.execution import RunAvailabilityNotifier
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
@@ -23,7 +21,7 @@ async def main(config: dict[str, Any]) -> None:
     engine = create_database(config["database"])
     agent = make_agent(
         SqlUnitOfWorkFactory(engine),
-        ProviderCatalog.from_factories([HttpProviderFactory(allow_loopback_for_tests=True)]),
+        loopback_http_catalog(),
         LocalArtifactStore(config["artifacts"]),
         LocalEnvelopeSecretStore(MasterKeyRing.create_standalone(config["masterKey"])),
         RunAvailabilityNotifier(),

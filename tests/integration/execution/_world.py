@@ -11,8 +11,10 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from tests.helpers_secrets import add_account_secret
 from wepush.agent.engine import EngineOptions, ExecutionClock
 from wepush.agent.providers.catalog import ProviderCatalog
+from wepush.agent.providers.http import HttpProviderFactory
 from wepush.server.application.execution import (
     ArtifactStore,
     RunAvailabilityNotifier,
@@ -45,8 +47,12 @@ from wepush.server.domain import (
     new_id,
     utc_now,
 )
-from wepush.server.domain.secrets import SecretStore, secret_record_of
+from wepush.server.domain.secrets import SecretScrubber, SecretStore
 from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
+
+AgentFactory = Callable[..., EmbeddedAgent]
+"""``agents(provider, **make_agent options)``: an embedded agent sending through ``provider`` alone, not
+started yet (the ``agents`` fixture)."""
 
 TOKEN = "tok-Zx81-9f8e7d6c-secret"  # a test secret that must never leak
 TOKEN_NAME = "http-account-token"
@@ -124,20 +130,14 @@ async def build_world(
         await unit.messages.add(message, revision)
         await unit.audiences.add(audience)
         for name, value in (secrets or {}).items():
-            record_id = new_id()
-            sealed = secret_store.encrypt(workspace.id, record_id, name, 1, value.encode())
-            await unit.secret_records.add(
-                secret_record_of(
-                    sealed,
-                    record_id=record_id,
-                    workspace_id=workspace.id,
-                    owner_type="ACCOUNT",
-                    owner_id=account.id,
-                    name=name,
-                    record_version=1,
-                    created_at=now,
-                    updated_at=now,
-                )
+            await add_account_secret(
+                unit,
+                secret_store,
+                workspace_id=workspace.id,
+                account_id=account.id,
+                name=name,
+                value=value.encode(),
+                now=now,
             )
     audience = await _commit_audience(uow, audience, recipients)
     assert audience.latest_snapshot_id is not None
@@ -157,6 +157,33 @@ async def build_world(
     async with uow() as unit:
         await unit.jobs.add(job)
     return World(workspace, account, message, revision, audience, job)
+
+
+async def build_http_world(
+    uow: UnitOfWorkFactory,
+    secret_store: SecretStore,
+    vendor_url: str,
+    *,
+    recipients: int,
+    policies: Mapping[str, Any] | None = None,
+) -> World:
+    """A world whose account sends through the HTTP provider to the vendor at ``vendor_url`` with the
+    sealed bearer ``TOKEN``, and whose message is ``HTTP_MESSAGE``."""
+    return await build_world(
+        uow,
+        secret_store,
+        recipients=recipients,
+        provider_id="wepush.http",
+        account_config=http_account_config(vendor_url),
+        message_content=HTTP_MESSAGE,
+        secrets={TOKEN_NAME: TOKEN},
+        policies=policies,
+    )
+
+
+def loopback_http_catalog() -> ProviderCatalog:
+    """The HTTP provider alone, allowed to reach a vendor on the loopback interface."""
+    return ProviderCatalog.from_factories([HttpProviderFactory(allow_loopback_for_tests=True)])
 
 
 async def _commit_audience(uow: UnitOfWorkFactory, audience: Audience, count: int) -> Audience:
@@ -293,9 +320,11 @@ def make_agent(
     workspace_id: str,
     *,
     engine_clock: ExecutionClock | None = None,
+    redactor: SecretScrubber | None = None,
     **settings: Any,
 ) -> EmbeddedAgent:
-    """``engine_clock``: the engine's timers (pause limits, deadlines), the real clock unless given."""
+    """``engine_clock``: the engine's timers (pause limits, deadlines), the real clock unless given.
+    ``redactor``: what the runs mask what they store and log with, the process-wide one unless given."""
     defaults: dict[str, Any] = {
         "scan_interval": timedelta(milliseconds=200),
         "command_poll_interval": timedelta(milliseconds=100),
@@ -317,6 +346,7 @@ def make_agent(
         workspace_id=workspace_id,
         settings=EmbeddedAgentSettings(**(defaults | settings)),
         engine_clock=engine_clock,
+        redactor=redactor,
     )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
 
+from tests.helpers_uow import InterceptingUnitOfWork
 from tests.integration.execution._world import build_world, create_run, eventually, load_run, make_agent
 from wepush.agent.engine import ThreadSafetyMode
 from wepush.agent.providers.catalog import ProviderCatalog
@@ -17,28 +17,17 @@ from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
 
-class BreakableDatabase:
+class BreakableDatabase(InterceptingUnitOfWork):
     """A unit-of-work factory whose database can be made unreachable."""
 
     def __init__(self, inner: SqlUnitOfWorkFactory) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.broken = False
 
     def __call__(self, *, read_only: bool = False) -> UnitOfWork:
         if self.broken:
             raise ConnectionError("database unreachable")
-        return self.inner(read_only=read_only)
-
-    @property
-    def concurrent(self) -> bool:
-        return self.inner.concurrent
-
-    @property
-    def writers_side_by_side(self) -> bool:
-        return self.inner.writers_side_by_side
-
-    def reader_beside_writer(self) -> Any:
-        return self.inner.reader_beside_writer()
+        return super().__call__(read_only=read_only)
 
 
 async def test_a_claimer_that_keeps_failing_shuts_the_agent_down_and_reports_why(

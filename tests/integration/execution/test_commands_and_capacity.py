@@ -4,12 +4,12 @@ runs; a run the engine refuses still accounts for every recipient."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 
 import pytest
 
 from tests.integration.execution._world import (
+    AgentFactory,
     World,
     artifacts_of,
     build_world,
@@ -19,22 +19,16 @@ from tests.integration.execution._world import (
     finished,
     identity_holds,
     load_run,
-    make_agent,
     send_command,
     types_of,
 )
 from wepush.agent.engine import ProviderResult, ThreadSafetyMode, ValidationIssue
 from wepush.agent.engine.testing import FakeClock
-from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory, Hang
 from wepush.server.application.execution import RunAvailabilityNotifier
 from wepush.server.domain import ItemState, Run, RunCommand, RunCommandState, RunCommandType, RunState
-from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
-from wepush.server.infra.execution import EmbeddedAgent
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
-
-AgentFactory = Callable[..., EmbeddedAgent]
 
 
 @pytest.fixture
@@ -45,37 +39,6 @@ async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStor
         recipients=40,
         policies={"concurrency": {"min": 1, "max": 10, "target": 2}, "retry": {"maxAttempts": 1}},
     )
-
-
-@pytest.fixture
-async def agents(
-    uow: SqlUnitOfWorkFactory,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    notifier: RunAvailabilityNotifier,
-    world: World,
-) -> AsyncIterator[AgentFactory]:
-    started: list[EmbeddedAgent] = []
-
-    def start(
-        factory: FakeProviderFactory, *, engine_clock: FakeClock | None = None, **settings: object
-    ) -> EmbeddedAgent:
-        agent = make_agent(
-            uow,
-            ProviderCatalog.from_factories([factory]),
-            artifact_store,
-            secret_store,
-            notifier,
-            world.workspace.id,
-            engine_clock=engine_clock,
-            **settings,
-        )
-        started.append(agent)
-        return agent
-
-    yield start
-    for agent in started:
-        await agent.shutdown()
 
 
 def hanging_after(ok: int) -> FakeProviderFactory:

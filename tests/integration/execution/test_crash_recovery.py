@@ -14,24 +14,19 @@ from pathlib import Path
 import pytest
 
 from tests.integration.execution._world import (
-    HTTP_MESSAGE,
-    TOKEN,
-    TOKEN_NAME,
     World,
     artifacts_of,
-    build_world,
+    build_http_world,
     create_run,
     events_of,
     eventually,
-    http_account_config,
     identity_holds,
     jsonl,
     load_run,
+    loopback_http_catalog,
     make_agent,
     types_of,
 )
-from wepush.agent.providers.catalog import ProviderCatalog
-from wepush.agent.providers.http import HttpProviderFactory
 from wepush.agent.providers.testing import RecordedRequest, ScriptedResponse, VendorServer
 from wepush.server.application.execution import ArtifactDownloads, RunAvailabilityNotifier
 from wepush.server.domain import ArtifactOwnerType, ArtifactState, ItemState, LeaseState, Run, RunState
@@ -98,14 +93,11 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
     vendor: VendorServer,
     tmp_path: Path,
 ) -> None:
-    world: World = await build_world(
+    world: World = await build_http_world(
         uow,
         secret_store,
+        vendor.base_url,
         recipients=40,
-        provider_id="wepush.http",
-        account_config=http_account_config(vendor.base_url),
-        message_content=HTTP_MESSAGE,
-        secrets={TOKEN_NAME: TOKEN},
         policies={
             "concurrency": {"min": 1, "max": 4, "target": 4},
             "retry": {"maxAttempts": 1},
@@ -141,7 +133,7 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
     assert (await load_run(uow, run)).state is RunState.RUNNING
     sent_before_crash = vendor.request_count
 
-    catalog = ProviderCatalog.from_factories([HttpProviderFactory(allow_loopback_for_tests=True)])
+    catalog = loopback_http_catalog()
     agent = make_agent(
         uow, catalog, artifact_store, secret_store, notifier, world.workspace.id, agent_name=AGENT_NAME
     )

@@ -16,32 +16,28 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple, Protocol
 
 import pytest
 from sqlalchemy import make_url
 
 from tests.fixtures.tcp_gate import TcpGate, tcp_gate
 from tests.integration.execution._world import (
-    HTTP_MESSAGE,
-    TOKEN,
-    TOKEN_NAME,
     World,
     artifacts_of,
-    build_world,
+    build_http_world,
     create_run,
     events_of,
     eventually,
     finished,
-    http_account_config,
     jsonl,
     load_run,
+    loopback_http_catalog,
     make_agent,
     mobile,
     types_of,
 )
 from wepush.agent.engine import EngineOptions
-from wepush.agent.providers.catalog import ProviderCatalog
-from wepush.agent.providers.http import HttpProviderFactory
 from wepush.agent.providers.testing import ScriptedResponse, VendorServer
 from wepush.server.application.execution import ArtifactDownloads, RunAvailabilityNotifier
 from wepush.server.domain import ArtifactState, ItemState, LeaseState, PageRequest, Run, RunState
@@ -92,44 +88,15 @@ async def vendor() -> AsyncIterator[VendorServer]:
 
 @pytest.fixture
 async def world(databases: Databases, secret_store: LocalEnvelopeSecretStore, vendor: VendorServer) -> World:
-    return await build_world(
+    return await build_http_world(
         databases.direct,
         secret_store,
+        vendor.base_url,
         recipients=RECIPIENTS,
-        provider_id="wepush.http",
-        account_config=http_account_config(vendor.base_url),
-        message_content=HTTP_MESSAGE,
-        secrets={TOKEN_NAME: TOKEN},
         policies={
             "concurrency": {"min": 1, "max": CONCURRENCY, "target": CONCURRENCY},
             "retry": {"maxAttempts": 1},
         },
-    )
-
-
-def _agent(
-    databases: Databases,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    notifier: RunAvailabilityNotifier,
-    world: World,
-    lease_ttl: timedelta,
-) -> EmbeddedAgent:
-    catalog = ProviderCatalog.from_factories([HttpProviderFactory(allow_loopback_for_tests=True)])
-    return make_agent(
-        databases.gated,
-        catalog,
-        artifact_store,
-        secret_store,
-        notifier,
-        world.workspace.id,
-        lease_ttl=lease_ttl,
-        engine_options=EngineOptions(
-            read_batch_size=READ_BATCH,
-            read_low_water=5,
-            result_batch_size=100,
-            progress_interval=timedelta(milliseconds=500),
-        ),
     )
 
 
@@ -196,25 +163,67 @@ async def _assert_counts_are_item_rows(databases: Databases, run: Run) -> dict[i
     return items
 
 
-async def test_a_database_outage_shorter_than_the_lease_pauses_the_run_which_then_sends_everyone_once(
+class _OutageRun(NamedTuple):
+    agent: EmbeddedAgent
+    run: Run
+    sent_during: int
+    """Requests the vendor received while the database was cut."""
+
+
+class _RunThroughOutage(Protocol):
+    async def __call__(self, *, lease_ttl: timedelta, outage_seconds: float) -> _OutageRun: ...
+
+
+@pytest.fixture
+def run_through_outage(
     databases: Databases,
     artifact_store: LocalArtifactStore,
     secret_store: LocalEnvelopeSecretStore,
     notifier: RunAvailabilityNotifier,
     vendor: VendorServer,
     world: World,
+) -> _RunThroughOutage:
+    async def run_through(*, lease_ttl: timedelta, outage_seconds: float) -> _OutageRun:
+        """Start an agent whose leases last ``lease_ttl`` and a run; once the run's first results are
+        stored, cut the agent's database for ``outage_seconds``; wait for the run to end (by the agent
+        or by a recovery), then stop the agent."""
+        agent = make_agent(
+            databases.gated,
+            loopback_http_catalog(),
+            artifact_store,
+            secret_store,
+            notifier,
+            world.workspace.id,
+            lease_ttl=lease_ttl,
+            engine_options=EngineOptions(
+                read_batch_size=READ_BATCH,
+                read_low_water=5,
+                result_batch_size=100,
+                progress_interval=timedelta(milliseconds=500),
+            ),
+        )
+        await agent.start()
+        try:
+            run = await create_run(databases.direct, world, notifier)
+            await eventually(lambda: _recorded_some(databases, run), what="the first results to be stored")
+            sent_during = await _outage(databases.gate, vendor, outage_seconds)
+            await eventually(lambda: finished(databases.direct, run), what="the run to end")
+        finally:
+            await agent.shutdown()
+        return _OutageRun(agent, run, sent_during)
+
+    return run_through
+
+
+async def test_a_database_outage_shorter_than_the_lease_pauses_the_run_which_then_sends_everyone_once(
+    databases: Databases,
+    artifact_store: LocalArtifactStore,
+    vendor: VendorServer,
+    run_through_outage: _RunThroughOutage,
 ) -> None:
-    agent = _agent(databases, artifact_store, secret_store, notifier, world, timedelta(seconds=10))
-    await agent.start()
-    try:
-        run = await create_run(databases.direct, world, notifier)
-        await eventually(lambda: _recorded_some(databases, run), what="the first results to be stored")
-        # Longer than every retry budget the run used to have (0.7 s for a dispatch mark, about 3 s for
-        # the engine's appends), far shorter than the lease.
-        sent_during = await _outage(databases.gate, vendor, 3.5)
-        await eventually(lambda: finished(databases.direct, run), what="the run to finish")
-    finally:
-        await agent.shutdown()
+    # Longer than every retry budget the run used to have (0.7 s for a dispatch mark, about 3 s for
+    # the engine's appends), far shorter than the lease.
+    agent, run, sent_during = await run_through_outage(lease_ttl=timedelta(seconds=10), outage_seconds=3.5)
 
     done = await load_run(databases.direct, run)
     assert done.state is RunState.SUCCEEDED, done.state_reason
@@ -245,22 +254,9 @@ async def test_a_database_outage_shorter_than_the_lease_pauses_the_run_which_the
 
 
 async def test_a_database_outage_that_outlasts_the_lease_leaves_the_run_to_a_recovery_backed_by_item_rows(
-    databases: Databases,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    notifier: RunAvailabilityNotifier,
-    vendor: VendorServer,
-    world: World,
+    databases: Databases, vendor: VendorServer, run_through_outage: _RunThroughOutage
 ) -> None:
-    agent = _agent(databases, artifact_store, secret_store, notifier, world, timedelta(seconds=2))
-    await agent.start()
-    try:
-        run = await create_run(databases.direct, world, notifier)
-        await eventually(lambda: _recorded_some(databases, run), what="the first results to be stored")
-        await _outage(databases.gate, vendor, 3.5)
-        await eventually(lambda: finished(databases.direct, run), what="the run to be recovered")
-    finally:
-        await agent.shutdown()
+    agent, run, _ = await run_through_outage(lease_ttl=timedelta(seconds=2), outage_seconds=3.5)
 
     done = await load_run(databases.direct, run)
     assert done.state is RunState.PARTIAL, done.state_reason

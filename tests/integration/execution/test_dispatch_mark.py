@@ -5,11 +5,10 @@ dispatch closely, so a recovery takes only about what was dispatched for possibl
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
-from typing import Any
 
 import pytest
 
+from tests.helpers_uow import InterceptedUnit, InterceptingUnitOfWork
 from tests.integration.execution._world import World, build_world, claim_run, create_run, load_run
 from wepush.agent.engine import ItemResult as EngineItemResult
 from wepush.agent.engine import ItemState as EngineItemState
@@ -22,50 +21,22 @@ from wepush.server.application.execution import (
     SnapshotRecipientSource,
     UnitOfWorkLedger,
 )
-from wepush.server.domain import ItemState, UnitOfWork, utc_now
+from wepush.server.domain import ItemState, utc_now
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory, execution_ledger
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
 
-class _CountedUnit:
-    """A unit of work that tells its factory when a read-only transaction has ended."""
+class _CountingFactory(InterceptingUnitOfWork):
+    """The unit of work, counting the read-only transactions that have ended."""
 
-    def __init__(self, inner: UnitOfWork, factory: _CountingFactory, read_only: bool) -> None:
-        self._inner = inner
-        self._factory = factory
-        self._read_only = read_only
-
-    async def __aenter__(self) -> UnitOfWork:
-        await self._inner.__aenter__()
-        return self._inner
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._inner.__aexit__(exc_type, exc, tb)
-        if self._read_only:
-            self._factory.reads_done += 1
-
-
-class _CountingFactory:
     def __init__(self, inner: SqlUnitOfWorkFactory) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.reads_done = 0
 
-    def __call__(self, *, read_only: bool = False) -> Any:
-        return _CountedUnit(self._inner(read_only=read_only), self, read_only)
-
-    @property
-    def concurrent(self) -> bool:
-        return self._inner.concurrent
-
-    @property
-    def writers_side_by_side(self) -> bool:
-        return self._inner.writers_side_by_side
-
-    def reader_beside_writer(self) -> Any:
-        return self._inner.reader_beside_writer()
+    async def after(self, unit: InterceptedUnit, *, committed: bool) -> None:
+        if unit.read_only:
+            self.reads_done += 1
 
 
 @pytest.fixture

@@ -7,14 +7,12 @@ item rows."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from types import TracebackType
-from typing import Any, cast
+from typing import Any, NamedTuple, Protocol
 
 import pytest
 
+from tests.helpers_uow import InterceptedUnit, InterceptingUnitOfWork, Proceed, Statement
 from tests.integration.execution._world import (
     World,
     build_world,
@@ -29,12 +27,12 @@ from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory
 from wepush.server.application.execution import ExecutionContext, RunExecution, RunRecovery
 from wepush.server.domain import (
+    ClaimedLease,
     DatabaseUnavailable,
     ItemState,
     LeaseState,
     Run,
     RunState,
-    UnitOfWork,
     utc_now,
 )
 from wepush.server.infra.artifacts import LocalArtifactStore
@@ -45,61 +43,22 @@ RECIPIENTS = 20
 SECRET_NAME = "account-password"
 
 
-class _Unit:
-    def __init__(self, inner: UnitOfWork, outage: _Outage) -> None:
-        self._inner = inner
-        self._outage = outage
-
-    async def __aenter__(self) -> Any:
-        unit = await self._inner.__aenter__()
-        for repository, method in self._outage.failing:
-            target = getattr(unit, repository)
-            setattr(target, method, self._outage.wrap(repository, method, getattr(target, method)))
-        return unit
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._inner.__aexit__(kind, exc, tb)
-
-
-class _Outage:
+class _Outage(InterceptingUnitOfWork):
     """The unit of work, except that the statements named in ``failing`` (repository, method) lose the
     database their given number of times (every time: ``None``), as the unit of work tells a connection
     lost mid-transaction."""
 
-    def __init__(self, inner: SqlUnitOfWorkFactory, failing: dict[tuple[str, str], int | None]) -> None:
-        self._inner = inner
+    def __init__(self, inner: SqlUnitOfWorkFactory, failing: dict[Statement, int | None]) -> None:
+        super().__init__(inner, statements=failing)
         self.failing = failing
-        self.failed: Counter[tuple[str, str]] = Counter()
+        self.failed: Counter[Statement] = Counter()
 
-    def wrap(
-        self, repository: str, method: str, statement: Callable[..., Awaitable[Any]]
-    ) -> Callable[..., Awaitable[Any]]:
-        key = (repository, method)
-
-        async def failing(*args: Any, **kwargs: Any) -> Any:
-            limit = self.failing[key]
-            if limit is None or self.failed[key] < limit:
-                self.failed[key] += 1
-                raise DatabaseUnavailable()
-            return await statement(*args, **kwargs)
-
-        return failing
-
-    def __call__(self, *, read_only: bool = False) -> UnitOfWork:
-        return cast(UnitOfWork, _Unit(self._inner(read_only=read_only), self))
-
-    def reader_beside_writer(self) -> AbstractAsyncContextManager[tuple[UnitOfWork | None, UnitOfWork]]:
-        return self._inner.reader_beside_writer()
-
-    @property
-    def concurrent(self) -> bool:
-        return self._inner.concurrent
-
-    @property
-    def writers_side_by_side(self) -> bool:
-        return self._inner.writers_side_by_side
+    async def around(self, unit: InterceptedUnit, statement: Statement, proceed: Proceed) -> Any:
+        limit = self.failing[statement]
+        if limit is None or self.failed[statement] < limit:
+            self.failed[statement] += 1
+            raise DatabaseUnavailable()
+        return await proceed()
 
 
 @pytest.fixture
@@ -127,26 +86,49 @@ def _context(
     )
 
 
+class _Executed(NamedTuple):
+    run: Run
+    claimed: ClaimedLease
+    execution: RunExecution
+
+
+class _ExecuteThrough(Protocol):
+    async def __call__(self, outage: _Outage, *, lease: timedelta = ...) -> _Executed: ...
+
+
+@pytest.fixture
+def execute_through(
+    uow: SqlUnitOfWorkFactory,
+    artifact_store: LocalArtifactStore,
+    secret_store: LocalEnvelopeSecretStore,
+    world: World,
+) -> _ExecuteThrough:
+    async def execute(outage: _Outage, *, lease: timedelta = timedelta(minutes=5)) -> _Executed:
+        """Create a run, claim it for ``lease`` and execute it to its end with ``outage`` as its
+        unit of work."""
+        run = await create_run(uow, world)
+        claimed = await claim_run(uow, world, run, lease=lease)
+        execution = RunExecution(
+            _context(outage, artifact_store, secret_store), claimed, await load_run(uow, run)
+        )
+        await execution.execute()
+        return _Executed(run, claimed, execution)
+
+    return execute
+
+
 async def _rows(uow: SqlUnitOfWorkFactory, run: Run) -> Counter[ItemState]:
     async with uow(read_only=True) as unit:
         return Counter(await unit.run_items.count_by_state(run.id))
 
 
 async def test_a_terminal_write_that_fails_for_a_while_within_the_lease_ends_the_run_once_it_succeeds(
-    uow: SqlUnitOfWorkFactory,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    world: World,
+    uow: SqlUnitOfWorkFactory, execute_through: _ExecuteThrough
 ) -> None:
-    run = await create_run(uow, world)
-    claimed = await claim_run(uow, world, run)
     # More failures than the few tries an infrastructure glitch used to get.
     outage = _Outage(uow, {("leases", "release"): 4})
-    execution = RunExecution(
-        _context(outage, artifact_store, secret_store), claimed, await load_run(uow, run)
-    )
 
-    await execution.execute()
+    run, claimed, execution = await execute_through(outage)
 
     done = await load_run(uow, run)
     assert outage.failed == {("leases", "release"): 4}
@@ -160,19 +142,11 @@ async def test_a_terminal_write_that_fails_for_a_while_within_the_lease_ends_the
 
 
 async def test_a_terminal_write_that_fails_past_the_lease_writes_no_end_and_the_recovery_ends_the_run(
-    uow: SqlUnitOfWorkFactory,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    world: World,
+    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, execute_through: _ExecuteThrough
 ) -> None:
-    run = await create_run(uow, world)
-    claimed = await claim_run(uow, world, run, lease=timedelta(seconds=2))
     outage = _Outage(uow, {("leases", "release"): None})
-    execution = RunExecution(
-        _context(outage, artifact_store, secret_store), claimed, await load_run(uow, run)
-    )
 
-    await execution.execute()
+    run, claimed, execution = await execute_through(outage, lease=timedelta(seconds=2))
 
     # Given up at the lease's expiry: no end of its own, the run left to the lease's expiry.
     left = await load_run(uow, run)
@@ -200,20 +174,11 @@ async def test_a_terminal_write_that_fails_past_the_lease_writes_no_end_and_the_
 # resolve refuses the run (FAILED, every recipient UNSENT).
 @pytest.mark.parametrize("statement", [("audiences", "get_snapshot"), ("secret_records", "find")])
 async def test_a_database_blip_while_the_run_starts_delays_it_instead_of_failing_it(
-    statement: tuple[str, str],
-    uow: SqlUnitOfWorkFactory,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    world: World,
+    statement: Statement, uow: SqlUnitOfWorkFactory, execute_through: _ExecuteThrough
 ) -> None:
-    run = await create_run(uow, world)
-    claimed = await claim_run(uow, world, run)
     outage = _Outage(uow, {statement: 5})
-    execution = RunExecution(
-        _context(outage, artifact_store, secret_store), claimed, await load_run(uow, run)
-    )
 
-    await execution.execute()
+    run, _, _ = await execute_through(outage)
 
     done = await load_run(uow, run)
     assert outage.failed == {statement: 5}

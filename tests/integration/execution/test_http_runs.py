@@ -12,26 +12,22 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.integration.execution._world import (
-    HTTP_MESSAGE,
     TOKEN,
-    TOKEN_NAME,
     World,
     artifacts_of,
-    build_world,
+    build_http_world,
     create_run,
     events_of,
     eventually,
     finished,
-    http_account_config,
     identity_holds,
     jsonl,
     load_run,
+    loopback_http_catalog,
     make_agent,
     mobile,
     types_of,
 )
-from wepush.agent.providers.catalog import ProviderCatalog
-from wepush.agent.providers.http import HttpProviderFactory
 from wepush.agent.providers.testing import VendorServer
 from wepush.server.application.execution import ArtifactDownloads, ByteRange, RunAvailabilityNotifier
 from wepush.server.domain import ArtifactState, ItemState, LeaseState, RunState
@@ -53,15 +49,7 @@ async def vendor() -> AsyncIterator[VendorServer]:
 async def world(
     uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore, vendor: VendorServer
 ) -> World:
-    return await build_world(
-        uow,
-        secret_store,
-        recipients=RECIPIENTS,
-        provider_id="wepush.http",
-        account_config=http_account_config(vendor.base_url),
-        message_content=HTTP_MESSAGE,
-        secrets={TOKEN_NAME: TOKEN},
-    )
+    return await build_http_world(uow, secret_store, vendor.base_url, recipients=RECIPIENTS)
 
 
 @pytest.fixture
@@ -72,7 +60,7 @@ async def agent(
     notifier: RunAvailabilityNotifier,
     world: World,
 ) -> AsyncIterator[EmbeddedAgent]:
-    catalog = ProviderCatalog.from_factories([HttpProviderFactory(allow_loopback_for_tests=True)])
+    catalog = loopback_http_catalog()
     embedded = make_agent(uow, catalog, artifact_store, secret_store, notifier, world.workspace.id)
     await embedded.start()
     try:

@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 
 from tests.integration.execution._world import (
+    AgentFactory,
     World,
     artifacts_of,
     build_world,
@@ -38,14 +39,13 @@ from wepush.agent.engine import (
     SecretResolver,
     ValidationResult,
 )
-from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory
 from wepush.agent.providers.testing import ScriptedResponse, VendorServer
 from wepush.server.application.execution import ArtifactDownloads, RunAvailabilityNotifier
 from wepush.server.domain import PageRequest, Run, RunState
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
-from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
+from wepush.server.infra.execution import EmbeddedAgent
 from wepush.server.infra.logging import MASK, Redactor
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
@@ -143,25 +143,9 @@ async def world(
 
 
 async def _run_with(
-    uow: SqlUnitOfWorkFactory,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    notifier: RunAvailabilityNotifier,
-    world: World,
-    factory: _EchoingFactory,
+    uow: SqlUnitOfWorkFactory, notifier: RunAvailabilityNotifier, world: World, agent: EmbeddedAgent
 ) -> Run:
-    agent = EmbeddedAgent(
-        uow=uow,
-        providers=ProviderCatalog.from_factories([factory]),
-        artifact_store=artifact_store,
-        secret_store=secret_store,
-        notifier=notifier,
-        workspace_id=world.workspace.id,
-        settings=EmbeddedAgentSettings(
-            scan_interval=timedelta(milliseconds=200), shutdown_grace=timedelta(milliseconds=500)
-        ),
-        redactor=Redactor(),
-    )
+    """Run the world's job on ``agent`` to its end; the run as it ended."""
     await agent.start()
     try:
         run = await create_run(uow, world, notifier)
@@ -194,12 +178,12 @@ async def _everything_stored(uow: SqlUnitOfWorkFactory, artifact_store: LocalArt
 async def test_a_vendor_error_quoting_the_secret_is_stored_with_the_secret_masked(
     uow: SqlUnitOfWorkFactory,
     artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
     notifier: RunAvailabilityNotifier,
     vendor: VendorServer,
     world: World,
+    agents: AgentFactory,
 ) -> None:
-    run = await _run_with(uow, artifact_store, secret_store, notifier, world, _EchoingFactory())
+    run = await _run_with(uow, notifier, world, agents(_EchoingFactory(), redactor=Redactor()))
 
     assert run.state is RunState.FAILED
     assert run.counts.failed == RECIPIENTS
@@ -223,12 +207,12 @@ async def test_a_vendor_error_quoting_the_secret_is_stored_with_the_secret_maske
 async def test_a_provider_that_cannot_open_quoting_the_secret_fails_the_run_with_it_masked(
     uow: SqlUnitOfWorkFactory,
     artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
     notifier: RunAvailabilityNotifier,
     vendor: VendorServer,
     world: World,
+    agents: AgentFactory,
 ) -> None:
-    run = await _run_with(uow, artifact_store, secret_store, notifier, world, _EchoingFactory(login=True))
+    run = await _run_with(uow, notifier, world, agents(_EchoingFactory(login=True), redactor=Redactor()))
 
     assert run.state is RunState.FAILED
     assert run.counts.unsent == RECIPIENTS

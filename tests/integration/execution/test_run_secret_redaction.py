@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
-
 import pytest
 
 from tests.integration.execution._world import (
+    AgentFactory,
     World,
     artifacts_of,
     build_world,
@@ -16,7 +14,6 @@ from tests.integration.execution._world import (
     finished,
 )
 from wepush.agent.engine import ErrorCategory, ProviderResult, SecretRef
-from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory
 from wepush.server.application.execution import (
     ArtifactDownloads,
@@ -29,15 +26,13 @@ from wepush.server.application.execution import (
 from wepush.server.domain import utc_now
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
-from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
+from wepush.server.infra.execution import EmbeddedAgent
 from wepush.server.infra.logging import MASK, Redactor
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
 SECRET_NAME = "account-password"
 # No rule recognises this by its shape: only registering the resolved value can mask it.
 SECRET = "correct horse battery staple 42"
-
-StartAgent = Callable[[Redactor], EmbeddedAgent]
 
 
 @pytest.fixture
@@ -51,40 +46,12 @@ async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStor
     )
 
 
-@pytest.fixture
-async def start_agent(
-    uow: SqlUnitOfWorkFactory,
-    artifact_store: LocalArtifactStore,
-    secret_store: LocalEnvelopeSecretStore,
-    notifier: RunAvailabilityNotifier,
-    world: World,
-) -> AsyncIterator[StartAgent]:
-    # A vendor that quotes the credential back, as real ones do in error bodies.
-    provider = FakeProviderFactory(
+def _quoting_vendor() -> FakeProviderFactory:
+    """A vendor that quotes the credential back, as real ones do in error bodies."""
+    return FakeProviderFactory(
         secret=SecretRef("account", SECRET_NAME),
         default=ProviderResult.failure(ErrorCategory.AUTHENTICATION, "DENIED", f"vendor rejected {SECRET}"),
     )
-    started: list[EmbeddedAgent] = []
-
-    def start(redactor: Redactor) -> EmbeddedAgent:
-        agent = EmbeddedAgent(
-            uow=uow,
-            providers=ProviderCatalog.from_factories([provider]),
-            artifact_store=artifact_store,
-            secret_store=secret_store,
-            notifier=notifier,
-            workspace_id=world.workspace.id,
-            settings=EmbeddedAgentSettings(
-                scan_interval=timedelta(milliseconds=200), shutdown_grace=timedelta(milliseconds=500)
-            ),
-            redactor=redactor,
-        )
-        started.append(agent)
-        return agent
-
-    yield start
-    for agent in started:
-        await agent.shutdown()
 
 
 async def _run_log(
@@ -107,11 +74,11 @@ async def test_a_resolved_secret_is_masked_in_the_run_log_and_released_when_the_
     artifact_store: LocalArtifactStore,
     notifier: RunAvailabilityNotifier,
     world: World,
-    start_agent: StartAgent,
+    agents: AgentFactory,
 ) -> None:
     redactor = Redactor()
 
-    log = await _run_log(uow, artifact_store, notifier, world, start_agent(redactor))
+    log = await _run_log(uow, artifact_store, notifier, world, agents(_quoting_vendor(), redactor=redactor))
 
     assert "ITEM_ERROR" in log
     assert f"vendor rejected {MASK}" in log
@@ -125,12 +92,12 @@ async def test_a_secret_another_holder_still_uses_stays_masked_after_the_run_end
     artifact_store: LocalArtifactStore,
     notifier: RunAvailabilityNotifier,
     world: World,
-    start_agent: StartAgent,
+    agents: AgentFactory,
 ) -> None:
     redactor = Redactor()
     redactor.add_secret_value(SECRET)  # another run (or a connection test) of the same account
 
-    await _run_log(uow, artifact_store, notifier, world, start_agent(redactor))
+    await _run_log(uow, artifact_store, notifier, world, agents(_quoting_vendor(), redactor=redactor))
 
     assert redactor.text(f"login with {SECRET}") == f"login with {MASK}"
 

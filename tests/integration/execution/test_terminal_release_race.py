@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
-from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
+from tests.helpers_uow import InterceptedUnit, InterceptingUnitOfWork, Proceed, Statement
 from tests.integration.execution._world import (
     World,
     build_world,
@@ -23,7 +22,7 @@ from wepush.agent.engine import EngineOptions, ExecutionEngine
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory
 from wepush.server.application.execution import ExecutionContext, RunAvailabilityNotifier, RunExecution
-from wepush.server.domain import RunCommand, RunCommandState, RunCommandType, RunState, UnitOfWork, utc_now
+from wepush.server.domain import RunCommand, RunCommandState, RunCommandType, RunState, utc_now
 from wepush.server.infra.artifacts import LocalArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
@@ -31,54 +30,25 @@ from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 AfterRelease = Callable[[], Awaitable[None]]
 
 
-class _Unit:
-    """One unit of work of the wrapped factory: notes a lease release and, once the transaction that
-    released it has committed, runs ``after_release`` before handing control back to the caller."""
+class _ReleaseSpy(InterceptingUnitOfWork):
+    """The unit of work, noting the units that release a lease: once such a unit has committed,
+    ``after_release`` runs before control goes back to the caller."""
 
-    def __init__(self, inner: UnitOfWork, factory: _ReleaseSpy) -> None:
-        self._inner = inner
-        self._factory = factory
-        self._released = False
-
-    async def __aenter__(self) -> Any:
-        unit = await self._inner.__aenter__()
-        leases = unit.leases
-        release = leases.release
-
-        async def spied(*args: Any, **kwargs: Any) -> Any:
-            self._released = True
-            return await release(*args, **kwargs)
-
-        leases.release = spied  # type: ignore[method-assign]
-        return unit
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._inner.__aexit__(kind, exc, tb)
-        if kind is None and self._released and self._factory.after_release is not None:
-            hook, self._factory.after_release = self._factory.after_release, None
-            await hook()
-
-
-class _ReleaseSpy:
     def __init__(self, inner: SqlUnitOfWorkFactory) -> None:
-        self._inner = inner
+        super().__init__(inner, statements=[("leases", "release")])
         self.after_release: AfterRelease | None = None
+        self._releasing: set[InterceptedUnit] = set()
 
-    def __call__(self, *, read_only: bool = False) -> UnitOfWork:
-        return cast(UnitOfWork, _Unit(self._inner(read_only=read_only), self))
+    async def around(self, unit: InterceptedUnit, statement: Statement, proceed: Proceed) -> Any:
+        self._releasing.add(unit)
+        return await proceed()
 
-    def reader_beside_writer(self) -> AbstractAsyncContextManager[tuple[UnitOfWork | None, UnitOfWork]]:
-        return self._inner.reader_beside_writer()
-
-    @property
-    def concurrent(self) -> bool:
-        return self._inner.concurrent
-
-    @property
-    def writers_side_by_side(self) -> bool:
-        return self._inner.writers_side_by_side
+    async def after(self, unit: InterceptedUnit, *, committed: bool) -> None:
+        released = unit in self._releasing
+        self._releasing.discard(unit)
+        if committed and released and self.after_release is not None:
+            hook, self.after_release = self.after_release, None
+            await hook()
 
 
 @pytest.fixture

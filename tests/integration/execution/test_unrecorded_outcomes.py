@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
-from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
+from tests.helpers_uow import InterceptedUnit, InterceptingUnitOfWork, Proceed, Statement
 from tests.integration.execution._world import (
     World,
     artifacts_of,
@@ -46,7 +45,6 @@ from wepush.server.domain import (
     PageRequest,
     Run,
     RunState,
-    UnitOfWork,
     utc_now,
 )
 from wepush.server.infra.artifacts import LocalArtifactStore
@@ -96,48 +94,16 @@ class RefusingLedger:
         self._stored += 1
 
 
-class _Unit:
-    def __init__(self, inner: UnitOfWork, counted: Callable[[], None]) -> None:
-        self._inner = inner
-        self._counted = counted
-
-    async def __aenter__(self) -> Any:
-        unit = await self._inner.__aenter__()
-        count = unit.run_items.count_by_state
-
-        async def spied(run_id: str) -> Any:
-            self._counted()
-            return await count(run_id)
-
-        unit.run_items.count_by_state = spied  # type: ignore[method-assign]
-        return unit
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._inner.__aexit__(kind, exc, tb)
-
-
-class _CountSpy:
+class _CountSpy(InterceptingUnitOfWork):
     """The unit of work, telling ``counted`` when the run's outcomes are counted: the run is ending."""
 
     def __init__(self, inner: SqlUnitOfWorkFactory, counted: Callable[[], None]) -> None:
-        self._inner = inner
+        super().__init__(inner, statements=[("run_items", "count_by_state")])
         self._counted = counted
 
-    def __call__(self, *, read_only: bool = False) -> UnitOfWork:
-        return cast(UnitOfWork, _Unit(self._inner(read_only=read_only), self._counted))
-
-    def reader_beside_writer(self) -> AbstractAsyncContextManager[tuple[UnitOfWork | None, UnitOfWork]]:
-        return self._inner.reader_beside_writer()
-
-    @property
-    def concurrent(self) -> bool:
-        return self._inner.concurrent
-
-    @property
-    def writers_side_by_side(self) -> bool:
-        return self._inner.writers_side_by_side
+    async def around(self, unit: InterceptedUnit, statement: Statement, proceed: Proceed) -> Any:
+        self._counted()
+        return await proceed()
 
 
 @pytest.fixture

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from tests.contract.repositories._world import add_workspace
+from tests.helpers_uow import InterceptedUnit, InterceptingUnitOfWork, Proceed, Statement
 from wepush.server.application.bootstrap import SystemBootstrap
 from wepush.server.application.credentials import TokenHasher
-from wepush.server.domain import PageRequest, UnitOfWork
+from wepush.server.domain import PageRequest
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
@@ -38,47 +37,18 @@ class _TokenCheckGate:
             self._second.set()
 
 
-class _GatedTokens:
-    def __init__(self, inner: Any, gate: _TokenCheckGate) -> None:
-        self._inner = inner
-        self._gate = gate
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def list_page(self, *args: Any, **kwargs: Any) -> Any:
-        page = await self._inner.list_page(*args, **kwargs)
-        await self._gate.after_check()
-        return page
-
-
-class _GatedUnitOfWork:
-    def __init__(self, inner: UnitOfWork, gate: _TokenCheckGate) -> None:
-        self._inner = inner
-        self.api_tokens = _GatedTokens(inner.api_tokens, gate)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _GatedFactory:
+class _GatedFactory(InterceptingUnitOfWork):
     """The real unit-of-work factory, with the gate on the token check of writing units of work."""
 
     def __init__(self, inner: SqlUnitOfWorkFactory, gate: _TokenCheckGate) -> None:
-        self._inner = inner
+        super().__init__(inner, statements=[("api_tokens", "list_page")])
         self._gate = gate
-        self.concurrent = inner.concurrent
-        self.writers_side_by_side = inner.writers_side_by_side
 
-    def __call__(self, *, read_only: bool = False) -> Any:
-        if read_only:
-            return self._inner(read_only=True)
-        return self._gated()
-
-    @asynccontextmanager
-    async def _gated(self) -> AsyncIterator[_GatedUnitOfWork]:
-        async with self._inner() as uow:
-            yield _GatedUnitOfWork(uow, self._gate)
+    async def around(self, unit: InterceptedUnit, statement: Statement, proceed: Proceed) -> Any:
+        page = await proceed()
+        if not unit.read_only:
+            await self._gate.after_check()
+        return page
 
 
 async def test_two_instances_starting_together_issue_one_bootstrap_token(
@@ -86,7 +56,7 @@ async def test_two_instances_starting_together_issue_one_bootstrap_token(
 ) -> None:
     workspace = await add_workspace(uow_factory, NOW)
     gate = _TokenCheckGate()
-    factory: Any = _GatedFactory(uow_factory, gate)
+    factory = _GatedFactory(uow_factory, gate)
     store = LocalEnvelopeSecretStore(MasterKeyRing.generate())
     hasher = TokenHasher(secrets.token_bytes(32))
     delivered: list[str] = []

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers_app import running_app, standalone_config
-from tests.helpers_process import free_port, running_service
+from tests.helpers_process import free_port, running_service, serve_to_exit
 from wepush.server.composition._service import ServiceRuntime, StartupRefused, build_service_app
 from wepush.server.infra.artifacts import ArtifactStoreUnavailable
 from wepush.server.infra.db import DatabaseInUse, DatabaseLock, sqlite_database_file
@@ -74,25 +72,7 @@ async def test_a_refused_start_gives_the_lock_up(tmp_path: Path) -> None:
 def test_wepush_serve_refuses_a_second_instance_and_restarts_at_once_after_a_crash(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     with running_service(data_dir) as first:
-        second = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "wepush.cli",
-                "serve",
-                "--port",
-                str(free_port()),
-                "--data-dir",
-                str(data_dir),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={
-                **{k: v for k, v in os.environ.items() if not k.startswith("WEPUSH_")},
-                "WEPUSH_CONFIG_DIR": str(data_dir / "config"),
-            },
-        )
+        second = serve_to_exit(data_dir, timeout_s=60)
         assert second.returncode == 3, second.stderr
         assert (
             f"another WePush Service (process {first.process.pid}) is running on the database"

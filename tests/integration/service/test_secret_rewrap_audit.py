@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tests.contract.repositories._world import add_workspace
+from tests.helpers_secrets import add_account_secret
 from wepush.server.application.master_key import MasterKeyRewrap
-from wepush.server.domain import PageRequest, new_id
-from wepush.server.domain.secrets import secret_record_of
+from wepush.server.domain import PageRequest
 from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
@@ -22,21 +22,15 @@ async def test_a_rewrap_is_audited_under_the_secret_record_resource_type(sqlite_
         workspace = await add_workspace(uow, NOW)
         ring = MasterKeyRing.generate()
         store = LocalEnvelopeSecretStore(ring)
-        record_id = new_id()
-        sealed = store.encrypt(workspace.id, record_id, "http-token", 1, b"bearer-4f1c")
         async with uow() as tx:
-            await tx.secret_records.add(
-                secret_record_of(
-                    sealed,
-                    record_id=record_id,
-                    workspace_id=workspace.id,
-                    owner_type="ACCOUNT",
-                    owner_id="account-1",
-                    name="http-token",
-                    record_version=1,
-                    created_at=NOW,
-                    updated_at=NOW,
-                )
+            await add_account_secret(
+                tx,
+                store,
+                workspace_id=workspace.id,
+                account_id="account-1",
+                name="http-token",
+                value=b"bearer-4f1c",
+                now=NOW,
             )
         active = ring.rotate()
 

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.contract.repositories._world import add_workspace
+from tests.helpers_secrets import add_account_secret
 from wepush.cli.main import main
 from wepush.server.composition._service import (
     StartupRefused,
@@ -23,8 +24,8 @@ from wepush.server.composition._service import (
     sealed_key_versions,
 )
 from wepush.server.config import ServiceConfig, load_config
-from wepush.server.domain import SecretRecord, new_id
-from wepush.server.domain.secrets import MasterKeyError, sealed_secret_of, secret_record_of
+from wepush.server.domain import SecretRecord
+from wepush.server.domain.secrets import MasterKeyError, sealed_secret_of
 from wepush.server.infra.db import SqlUnitOfWorkFactory, create_database, upgrade_database
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore, MasterKeyRing
 
@@ -49,20 +50,14 @@ async def _seal_secrets(config: ServiceConfig, store: LocalEnvelopeSecretStore) 
         workspace = await add_workspace(uow, NOW)
         async with uow() as unit:
             for name, value in VALUES.items():
-                record_id = new_id()
-                sealed = store.encrypt(workspace.id, record_id, name, 1, value)
-                await unit.secret_records.add(
-                    secret_record_of(
-                        sealed,
-                        record_id=record_id,
-                        workspace_id=workspace.id,
-                        owner_type="ACCOUNT",
-                        owner_id="account-1",
-                        name=name,
-                        record_version=1,
-                        created_at=NOW,
-                        updated_at=NOW,
-                    )
+                await add_account_secret(
+                    unit,
+                    store,
+                    workspace_id=workspace.id,
+                    account_id="account-1",
+                    name=name,
+                    value=value,
+                    now=NOW,
                 )
     finally:
         await engine.dispose()

@@ -4,39 +4,13 @@ refusal does: one ``wepush serve: cannot start: …`` line on standard error, ex
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.helpers_process import free_port, running_service
+from tests.helpers_process import running_service, serve_to_exit
 from wepush.server.infra.db import upgrade_database
 from wepush.server.infra.secrets import MasterKeyRing
 
 NAME = "embedded@qa-host"
-
-
-def _serve(data_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "wepush.cli",
-            "serve",
-            "--port",
-            str(free_port()),
-            "--data-dir",
-            str(data_dir),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={
-            **{k: v for k, v in os.environ.items() if not k.startswith("WEPUSH_")},
-            "WEPUSH_CONFIG_DIR": str(data_dir / "config"),
-            **env,
-        },
-    )
 
 
 def _events(stderr: str) -> list[tuple[str, str]]:
@@ -63,7 +37,7 @@ def test_an_agent_name_a_live_instance_holds_is_one_line_and_exit_3(
         "WEPUSH_AGENT_EMBEDDED_NAME": NAME,
     }
     with running_service(tmp_path / "first", extra_env=env):
-        second = _serve(tmp_path / "second", env)
+        second = serve_to_exit(tmp_path / "second", extra_env=env)
 
     assert second.returncode == 3, second.stderr
     [refusal] = _refusals(second.stderr)
@@ -82,7 +56,9 @@ def test_a_refusal_met_in_the_lifespan_is_one_line_and_exit_3(tmp_path: Path) ->
     blocked = tmp_path / "token-here"
     blocked.mkdir()
 
-    started = _serve(tmp_path / "data", {"WEPUSH_SECURITY_BOOTSTRAP_TOKEN_FILE": str(blocked)})
+    started = serve_to_exit(
+        tmp_path / "data", extra_env={"WEPUSH_SECURITY_BOOTSTRAP_TOKEN_FILE": str(blocked)}
+    )
 
     assert started.returncode == 3, started.stderr
     assert _refusals(started.stderr) == [
