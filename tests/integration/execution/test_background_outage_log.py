@@ -13,14 +13,20 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.fixtures.tcp_gate import TcpGate, tcp_gate
 from wepush.agent.providers.catalog import ProviderCatalog
 from wepush.agent.providers.fake import FakeProviderFactory
 from wepush.server.application.execution import RunAvailabilityNotifier
-from wepush.server.domain import Workspace, utc_now
+from wepush.server.domain import DatabaseUnavailable, Workspace, utc_now
 from wepush.server.infra.artifacts import LocalArtifactStore
-from wepush.server.infra.db import SqlUnitOfWork, SqlUnitOfWorkFactory, create_database
+from wepush.server.infra.db import (
+    DatabaseRecoveryLocks,
+    SqlUnitOfWork,
+    SqlUnitOfWorkFactory,
+    create_database,
+)
 from wepush.server.infra.execution import EmbeddedAgent, EmbeddedAgentSettings
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
 
@@ -62,18 +68,24 @@ class CountedUnitsOfWork(SqlUnitOfWorkFactory):
 
 
 @pytest.fixture
-async def gated(postgres_url: str) -> AsyncIterator[tuple[CountedUnitsOfWork, TcpGate]]:
+async def gated_engine(postgres_url: str) -> AsyncIterator[tuple[AsyncEngine, TcpGate]]:
     real = make_url(postgres_url)
     assert real.host is not None
     async with tcp_gate(real.host, real.port or 5432) as gate:
         url = real.set(host="127.0.0.1", port=gate.port).render_as_string(hide_password=False)
         engine = create_database(url)
         try:
-            uow = CountedUnitsOfWork(engine)
-            uow.begun = Counter()
-            yield uow, gate
+            yield engine, gate
         finally:
             await engine.dispose()
+
+
+@pytest.fixture
+def gated(gated_engine: tuple[AsyncEngine, TcpGate]) -> tuple[CountedUnitsOfWork, TcpGate]:
+    engine, gate = gated_engine
+    uow = CountedUnitsOfWork(engine)
+    uow.begun = Counter()
+    return uow, gate
 
 
 async def passes(uow: CountedUnitsOfWork, at_least: dict[str, int], what: str) -> None:
@@ -184,3 +196,18 @@ async def test_the_claimer_waits_out_an_outage_longer_than_its_failure_limit(
     finally:
         await agent.shutdown()
     assert agent.failure is None
+
+
+async def test_a_recovery_lock_asked_for_during_an_outage_is_told_as_the_outage(
+    gated_engine: tuple[AsyncEngine, TcpGate],
+) -> None:
+    # The lock's connection is not a unit of work's; the loops recovering runs wait out only an outage
+    # told as one, and logged a traceback for the driver's own error.
+    engine, gate = gated_engine
+    await gate.close()
+    with pytest.raises(DatabaseUnavailable):
+        async with DatabaseRecoveryLocks(engine).hold("run-a"):
+            pass
+    await gate.open()
+    async with DatabaseRecoveryLocks(engine).hold("run-a") as held:
+        assert held

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -226,6 +227,55 @@ async def test_retention_deletes_what_expired_skips_pinned_and_held_and_can_run_
     assert {name for name, state in final.items() if state is ArtifactState.READY} == set(made) - deleted
     for name, artifact in made.items():
         assert (await artifact_store.stat(artifact.storage_key) is None) == (name in deleted)
+
+
+class DownStore(LocalArtifactStore):
+    """An object store that is down for deletions until ``up``."""
+
+    def __init__(self, root: object) -> None:
+        super().__init__(str(root))
+        self.up = False
+        self.refused = 0
+
+    async def delete(self, key: str) -> bool:
+        if not self.up:
+            self.refused += 1
+            raise OSError("connection refused")
+        return await super().delete(key)
+
+
+async def test_retention_with_the_store_down_stops_claiming_and_logs_its_traceback_once(
+    uow: SqlUnitOfWorkFactory,
+    artifact_store: LocalArtifactStore,
+    world: World,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    run = await create_run(uow, world)
+    made = {
+        f"export-{n}": await _artifact(uow, artifact_store, run, CSV_EXPORT, timedelta(hours=25))
+        for n in range(7)
+    }
+    store = DownStore(artifact_store.root)
+    retention = ArtifactRetention(uow, store, utc_now, batch_size=3)
+    caplog.set_level(logging.INFO, logger="wepush")
+
+    first = await retention.sweep()
+    second = await retention.sweep()
+    during = await _states(uow, made)
+    store.up = True
+    third = await retention.sweep()
+
+    # One batch claimed, not all seven: the others are left READY, not turned DELETING to fail too.
+    assert (first.failed, second.failed, store.refused) == (3, 3, 6)
+    assert sorted(state.value for state in during.values()) == ["DELETING"] * 3 + ["READY"] * 4
+    assert (third.deleted, third.failed) == (7, 0)
+    lines = [r for r in caplog.records if getattr(r, "loop", None) == "artifact deletion"]
+    assert [(r.levelname, r.exc_info is not None) for r in lines] == [
+        ("ERROR", True),  # the first refusal, with its traceback
+        ("WARNING", False),  # the same again next pass: one line
+        ("INFO", False),  # back
+    ]
+    assert [getattr(r, "event", None) for r in lines[:2]] == ["ARTIFACT_DELETE_FAILED"] * 2
 
 
 class RecordingStore(LocalArtifactStore):

@@ -49,22 +49,38 @@ class ArtifactRetention:
         self._clock = clock
         self._batch = batch_size
         self._abandoned_age = abandoned_upload_age
+        # A store that refuses deletions refuses them every pass until it is back: its traceback once,
+        # then a line a pass (the pass's own line counts the failures).
+        self._deletions = PassFailures(_log, "artifact deletion", event="ARTIFACT_DELETE_FAILED")
 
     async def sweep(self) -> RetentionReport:
         deleted = missing = failed = 0
+        refused: Exception | None = None
         async with self._uow() as uow:
             unfinished = await uow.artifacts.list_deleting(self._batch)
         batches = [unfinished]
         while batches:
             for artifact in batches.pop():
                 outcome = await self._delete(artifact)
+                if isinstance(outcome, Exception):
+                    failed += 1
+                    if refused is None:
+                        refused = outcome
+                    continue
                 deleted += outcome == "deleted"
                 missing += outcome == "missing"
-                failed += outcome == "failed"
+            if refused is not None:
+                # The store refuses deletions (most likely it is down): claiming more would only turn
+                # more artifacts DELETING to fail the same way. The next pass tries again.
+                break
             async with self._uow() as uow:
                 claimed = await uow.artifacts.claim_expired(self._clock(), self._batch)
             if claimed:
                 batches.append(claimed)
+        if refused is not None:
+            self._deletions.failed(refused, extra={"failedDeletions": failed})
+        elif deleted or missing:
+            self._deletions.succeeded()
         # Idle is not abandoned: a paused run's upload on another instance may be idle for days.
         async with self._uow(read_only=True) as uow:
             in_use = await uow.artifacts.keys_being_written()
@@ -81,16 +97,13 @@ class ArtifactRetention:
         if report.deleted or report.missing or report.failed or report.abandoned_uploads:
             _log.info("artifact retention: %s", report, extra={"event": "ARTIFACT_RETENTION_PASS"})
 
-    async def _delete(self, artifact: Artifact) -> str:
+    async def _delete(self, artifact: Artifact) -> str | Exception:
+        """``"deleted"``, ``"missing"`` (already gone), or what the store refused it with: the artifact
+        stays DELETING for the next pass."""
         try:
             existed = await self._store.delete(artifact.storage_key)
-        except Exception:
-            _log.exception(
-                "artifact %s could not be deleted; it stays DELETING",
-                artifact.id,
-                extra={"event": "ARTIFACT_DELETE_FAILED"},
-            )
-            return "failed"
+        except Exception as error:
+            return error
         async with self._uow() as uow:
             await uow.artifacts.mark_deleted(artifact.id)
         return "deleted" if existed else "missing"

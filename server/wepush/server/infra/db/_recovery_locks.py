@@ -18,6 +18,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from wepush.server.application.execution import InProcessRecoveryLocks
+from wepush.server.domain import DatabaseUnavailable
+
+from .engine import is_database_unavailable
 
 __all__ = ["DatabaseRecoveryLocks"]
 
@@ -46,11 +49,19 @@ class DatabaseRecoveryLocks:
     @asynccontextmanager
     async def _advisory(self, run_id: str) -> AsyncIterator[bool]:
         key = advisory_key(run_id)
-        async with self._engine.connect() as connection:
-            held = bool(await connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}))
-            # Autobegun by the statement: end it, so the connection holds only the lock while the recovery
-            # runs its own transactions on others.
-            await connection.commit()
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                connection = await stack.enter_async_context(self._engine.connect())
+                held = bool(await connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}))
+                # Autobegun by the statement: end it, so the connection holds only the lock while the
+                # recovery runs its own transactions on others.
+                await connection.commit()
+            except Exception as error:
+                # This connection is not a unit of work's: tell an outage as the units of work do, so the
+                # loop recovering runs waits it out quietly rather than logging it as a fault.
+                if is_database_unavailable(error, connecting=True):
+                    raise DatabaseUnavailable() from error
+                raise
             try:
                 yield held
             finally:
