@@ -22,6 +22,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.util import await_
 
 from wepush.server.domain import canonical_json
 
@@ -45,6 +46,10 @@ class PoolSettings:
     max_overflow: int | None = None
     timeout_seconds: float = 30.0
     recycle_seconds: int = 1800
+    connect_timeout_seconds: float = 10.0
+    """PostgreSQL: how long opening a connection may take (asyncpg waits 60 s by default)."""
+    ping_timeout_seconds: float = 3.0
+    """PostgreSQL: how long the liveness check of a pooled connection at checkout may take."""
 
 
 def normalize_database_url(url: str | URL) -> URL:
@@ -64,16 +69,42 @@ def create_database(url: str | URL, *, pool: PoolSettings | None = None, echo: b
     sa_url = normalize_database_url(url)
     if sa_url.get_backend_name() == "sqlite":
         return _create_sqlite(sa_url, pool, echo)
-    return create_async_engine(
+    engine = create_async_engine(
         sa_url,
         echo=echo,
         pool_size=pool.size if pool.size is not None else 10,
         max_overflow=pool.max_overflow if pool.max_overflow is not None else 10,
         pool_timeout=pool.timeout_seconds,
         pool_recycle=pool.recycle_seconds,
-        pool_pre_ping=True,
+        connect_args={"timeout": pool.connect_timeout_seconds},
         json_serializer=canonical_json,
     )
+    event.listen(engine.sync_engine, "checkout", _PostgresPing(pool.ping_timeout_seconds))
+    return engine
+
+
+class _PostgresPing:
+    """The pool's liveness check of a connection at checkout, with a deadline.
+
+    SQLAlchemy's own ``pool_pre_ping`` waits for the answer without one: a database that stalls (a
+    network partition, a frozen host: connections open, nothing answered) held every request for as
+    long as the stall lasted, or the kernel's retransmission timeout (about 15 minutes). With a deadline
+    the connection is dropped and a new one tried (bounded by the connect timeout), so a request fails
+    as ``DatabaseUnavailable`` (503 with Retry-After) within seconds. A statement that stalls later, in a
+    transaction already under way, is not bounded here: an import's commit may rightly run for minutes.
+    """
+
+    def __init__(self, timeout_seconds: float) -> None:
+        self._timeout = timeout_seconds
+
+    def __call__(self, dbapi_connection: Any, _record: ConnectionPoolEntry, _proxy: Any) -> None:
+        driver = dbapi_connection.driver_connection
+        try:
+            # Checkout runs in SQLAlchemy's greenlet bridge: await_ drives the driver's coroutine.
+            await_(driver.execute("SELECT 1", timeout=self._timeout))
+        except Exception as error:
+            # The pool drops this connection and opens another (which fails fast if the server is gone).
+            raise sa_exc.DisconnectionError(f"the liveness check failed: {type(error).__name__}") from error
 
 
 def _create_sqlite(url: URL, pool: PoolSettings, echo: bool) -> AsyncEngine:
