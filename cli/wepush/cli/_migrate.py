@@ -11,13 +11,10 @@ def migrate(args: argparse.Namespace) -> int:
     config = operator_config("migrate", args)
     if config is None:
         return EXIT_USAGE
-    from wepush.server.infra.db.migrate import SchemaFit, upgrade_database
+    from wepush.server.infra.db.migrate import upgrade_database
 
     def upgrade() -> str:
         config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        schema = upgrade_database(config.database.url)
-        if schema.fit is SchemaFit.AHEAD_COMPATIBLE:
-            return f"wepush migrate: nothing to do; the database schema is {schema.describe()}"
-        return "wepush migrate: database schema is up to date"
+        return f"wepush migrate: {upgrade_database(config.database.url).describe()}"
 
     return run_operator("migrate", upgrade)

@@ -95,8 +95,8 @@ async def test_this_release_runs_on_a_schema_a_newer_release_declared_fit_for_it
         f"{head_revision()} on"
     )
     # This release's own migration job, run again (a redeploy of an instance), leaves the schema alone.
-    after = await upgrade_database_async(database_url)
-    assert after == state
+    again = await upgrade_database_async(database_url)
+    assert (again.before, again.after) == (state, state)
     assert await current_revision_async(database_url) == NEWER_REVISION
     assert "newer_release_note" in await _workspace_columns(database_url)
 

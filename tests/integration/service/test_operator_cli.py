@@ -19,6 +19,7 @@ from wepush.server.config import load_config
 from wepush.server.infra.db import current_revision, head_revision, upgrade_database
 
 PASSWORD = "pw-never-shown-4c1d"
+OLDER_REVISION = "0001_initial"  # any revision before head
 COMMANDS = [
     ["migrate"],
     ["secrets", "status"],
@@ -53,6 +54,31 @@ def _one_line_failure(capsys: pytest.CaptureFixture[str], command: list[str]) ->
     assert PASSWORD not in captured.err + captured.out
     assert captured.out == ""
     return lines[0]
+
+
+def test_migrate_says_what_it_did_to_the_schema(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = load_config(None).database.url
+    upgrade_database(url, revision=OLDER_REVISION)
+    assert main(["migrate"]) == 0
+    upgraded = capsys.readouterr().out.strip()
+    assert main(["migrate"]) == 0
+    again = capsys.readouterr().out.strip()
+
+    # A brand-new database used to be reported "up to date" after every table had just been created.
+    assert (
+        upgraded
+        == f"wepush migrate: database schema upgraded from revision {OLDER_REVISION} to {head_revision()}"
+    )
+    assert again == "wepush migrate: database schema is up to date; nothing to do"
+
+
+def test_migrate_on_a_new_database_says_it_created_the_schema(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migrate"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"wepush migrate: database schema created at revision {head_revision()}"
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c[:2]))

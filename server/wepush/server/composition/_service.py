@@ -504,7 +504,7 @@ class ServiceRuntime:
             # First, so that a bucket the Service cannot use stops it before anything else starts.
             self.artifact_store = await _artifact_store(config)
             # Standalone is its own migration job; server mode runs `wepush migrate` once per release.
-            schema = await upgrade_database_async(config.database.url) if config.standalone else None
+            schema = (await upgrade_database_async(config.database.url)).after if config.standalone else None
         except BaseException:
             self._release_database()
             raise

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
@@ -91,20 +92,38 @@ def head_revision() -> str:
     return head
 
 
-def _upgrade(connection: Connection, config: Config, revision: str) -> SchemaState:
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """Where a migration job found the schema, and where it left it."""
+
+    before: SchemaState
+    after: SchemaState
+
+    def describe(self) -> str:
+        """What the job did, in one line for the operator."""
+        if self.before.fit is SchemaFit.AHEAD_COMPATIBLE:
+            return f"nothing to do; the database schema is {self.before.describe()}"
+        if self.before.revision == self.after.revision:
+            return "database schema is up to date; nothing to do"
+        if self.before.fit is SchemaFit.NOT_MIGRATED:
+            return f"database schema created at revision {self.after.revision}"
+        return f"database schema upgraded from revision {self.before.revision} to {self.after.revision}"
+
+
+def _upgrade(connection: Connection, config: Config, revision: str) -> Migration:
     before = schema_state(connection)
     # Alembic would only say "Can't locate revision", from deep inside env.py.
     require_usable(before)
     if before.fit is SchemaFit.AHEAD_COMPATIBLE:
         # A newer release's migration job ran first (a rolling upgrade): nothing here can move that schema,
         # and it was declared fit for this release as it is.
-        return before
+        return Migration(before, before)
     config.attributes["connection"] = connection
     command.upgrade(config, revision)
-    return schema_state(connection)
+    return Migration(before, schema_state(connection))
 
 
-async def upgrade_database_async(url: str, revision: str = "head") -> SchemaState:
+async def upgrade_database_async(url: str, revision: str = "head") -> Migration:
     engine = create_database(url)
     try:
         async with engine.begin() as connection:
@@ -113,7 +132,7 @@ async def upgrade_database_async(url: str, revision: str = "head") -> SchemaStat
         await engine.dispose()
 
 
-def upgrade_database(url: str, revision: str = "head") -> SchemaState:
+def upgrade_database(url: str, revision: str = "head") -> Migration:
     """Migrate the database at ``url`` to ``revision`` (default: the newest) in one transaction, and say
     where the schema stands afterwards. A schema a newer release migrated is left as it is: raised as
     :class:`UnknownSchemaRevision` unless that release declared this one able to run on it."""
@@ -169,6 +188,7 @@ def is_up_to_date(url: str) -> bool:
 
 __all__ = [
     "MIGRATIONS_DIR_ENV",
+    "Migration",
     "SchemaFit",
     "SchemaState",
     "UnknownSchemaRevision",
