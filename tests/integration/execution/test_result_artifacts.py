@@ -3,6 +3,7 @@ export is what the engine's reference ``csv_export`` makes of the same items, fo
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from datetime import timedelta
@@ -21,9 +22,11 @@ from wepush.agent.engine import (
 from wepush.server.application.execution import (
     ArtifactDownloads,
     ArtifactStore,
+    ArtifactUpload,
     ResultArtifacts,
     RetentionPolicy,
     RunArtifactWriter,
+    StoredObject,
     plain_transactions,
 )
 from wepush.server.domain import utc_now
@@ -127,3 +130,48 @@ async def test_outcome_files_and_the_csv_export_match_the_engines_formats(
         "RESULTS_EXPORT": 3000,
     }
     assert json.loads((await content("SUCCEEDED_ITEMS")).splitlines()[0])["sequence"] == 4
+
+
+class SlowToComplete(LocalArtifactStore):
+    """A store whose completions each wait until ``together`` of them are under way at once: a run's
+    end that completes its files one after another never gets past the first."""
+
+    def __init__(self, root: object, together: int) -> None:
+        super().__init__(str(root))
+        self._together = together
+        self._waiting = 0
+        self._all_there = asyncio.Event()
+
+    async def complete(self, upload: ArtifactUpload) -> StoredObject:
+        self._waiting += 1
+        if self._waiting == self._together:
+            self._all_there.set()
+        await self._all_there.wait()
+        return await super().complete(upload)
+
+
+async def test_a_run_s_files_are_completed_side_by_side_not_one_after_another(
+    uow: SqlUnitOfWorkFactory, artifact_store: LocalArtifactStore, world: World
+) -> None:
+    # A bucket that hangs costs each completion its full patience (about 40 s): one after another, a run
+    # with five files waited over three minutes for its terminal state.
+    run = await create_run(uow, world)
+    store = SlowToComplete(artifact_store.root, together=5)
+    writer = RunArtifactWriter(
+        store=store,
+        tx=plain_transactions(uow),
+        workspace_id=run.workspace_id,
+        run_id=run.id,
+        clock=utc_now,
+        retention=RetentionPolicy(),
+    )
+    sink = ResultArtifacts(writer)
+    for item in _items(run.id, 8):
+        await sink.write(item)
+
+    async with asyncio.timeout(30):  # only so that the sequential way fails rather than hangs
+        refs = await sink.close()
+
+    assert sorted(ref.kind for ref in refs) == sorted(
+        ["SUCCEEDED_ITEMS", "FAILED_ITEMS", "UNKNOWN_ITEMS", "UNSENT_ITEMS", "RESULTS_EXPORT"]
+    )
