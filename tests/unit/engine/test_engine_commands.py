@@ -12,12 +12,14 @@ from wepush.agent.engine import (
     ChangeConcurrency,
     CommandCode,
     ConcurrencyPolicy,
+    Counts,
     ErrorCategory,
     ItemState,
     PausePolicy,
     PauseRun,
     PauseTimeoutAction,
     ProviderResult,
+    RateLimitPolicy,
     ResumeRun,
     RunCommand,
     RunEventType,
@@ -327,3 +329,73 @@ async def test_a_command_arriving_while_the_run_finishes_says_so() -> None:
     assert (refused.accepted, refused.code) == (False, CommandCode.RUN_STATE_CONFLICT)
     assert refused.message == "run is finishing"
     assert summary.final_state is RunState.SUCCEEDED
+
+
+def _counted(counts: Counts) -> int:
+    finished = counts.succeeded + counts.failed + counts.unknown + counts.unsent + counts.skipped
+    return counts.pending + counts.in_flight + finished
+
+
+async def test_a_paused_rate_limited_run_shows_nothing_in_flight_once_its_calls_finish() -> None:
+    """Items taken by workers but still waiting for a rate-limit token when the run is paused are not
+    being sent: once the calls that were at the provider finish, the run shows 0 in flight (they count as
+    pending, in the counts and in the progress events) and the provider gets no further call."""
+    h = Harness(count=300)
+    provider = FakeProviderFactory(latency=0.02, thread_safety=THREAD_SAFE)
+    run_spec = _wide(10, rate_limit=RateLimitPolicy(permits_per_second=100, burst=1))
+    handle = await h.start(provider, run_spec)
+    await h.clock.advance(1.005)
+    assert (await handle.submit(PauseRun("p"))).accepted
+    await h.clock.advance(0.1)  # the calls at the provider when the run paused have finished
+    calls = len(provider.calls)
+    await h.clock.advance(8)
+
+    counts = handle.counts()
+    assert len(provider.calls) == calls  # a paused run sends nothing
+    assert counts.succeeded == calls
+    assert counts.in_flight == 0
+    assert counts.pending == 300 - calls
+    assert _counted(counts) == counts.total == 300
+    progress = h.events.of_type(RunEventType.PROGRESS)[-1]
+    assert progress.data["state"] == RunState.PAUSED.value
+    assert (progress.data["inFlight"], progress.data["pending"]) == (0, 300 - calls)
+    paused = h.events.of_type(RunEventType.RUN_PAUSED)[0]
+    # The pause reports the calls at the provider, not the items waiting for a token.
+    assert paused.data["inFlight"] <= 2
+
+    assert (await handle.submit(ResumeRun("r"))).accepted
+    await h.clock.advance(0)
+    assert _counted(handle.counts()) == 300
+    summary = await h.clock.run(handle.completion())
+    assert summary.final_state is RunState.SUCCEEDED
+    assert len(provider.calls) == 300
+    assert_accounted(summary, h)
+
+
+async def test_a_retry_waiting_out_a_pause_counts_as_pending_not_in_flight() -> None:
+    h = Harness(count=6)
+    busy = ProviderResult.failure(ErrorCategory.TEMPORARY_REMOTE, "busy")
+    provider = FakeProviderFactory(
+        by_sequence={1: [busy, ProviderResult.ok()], 2: [busy, ProviderResult.ok()]},
+        latency=0.5,
+        thread_safety=THREAD_SAFE,
+    )
+    handle = await h.start(provider, _wide(2))
+    # Items 1 and 2 failed once at 0.5s and back off for 1s; items 3 and 4 are at the provider.
+    await h.clock.advance(0.6)
+    assert (await handle.submit(PauseRun("p"))).accepted
+    await h.clock.advance(0)
+    counts = handle.counts()
+    assert (counts.in_flight, counts.pending) == (2, 4)
+    await h.clock.advance(30)
+    assert len(provider.calls) == 4  # items 3 and 4 finished; no retry while paused
+    counts = handle.counts()
+    assert (counts.in_flight, counts.pending, counts.succeeded) == (0, 4, 2)
+    progress = h.events.of_type(RunEventType.PROGRESS)[-1]
+    assert (progress.data["inFlight"], progress.data["pending"]) == (0, 4)
+
+    assert (await handle.submit(ResumeRun("r"))).accepted
+    summary = await h.clock.run(handle.completion())
+    assert summary.final_state is RunState.SUCCEEDED
+    assert summary.retried == 2
+    assert_accounted(summary, h)

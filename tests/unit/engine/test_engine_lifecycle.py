@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wepush.agent.engine import (
+    CancelRun,
     ConcurrencyPolicy,
     EngineOptions,
     ErrorCategory,
@@ -30,7 +31,7 @@ from wepush.agent.engine import (
     TimeoutPolicy,
 )
 from wepush.agent.engine.testing import InMemoryEventSink, InMemoryRecipientSource, InMemoryResultSink
-from wepush.agent.providers.fake import FakeProviderFactory, FakeSession
+from wepush.agent.providers.fake import FakeProviderFactory, FakeSession, Hang
 
 from .support import TOKEN_REF, TOKEN_VALUE, Harness, assert_accounted, policies, spec
 
@@ -287,6 +288,31 @@ async def test_progress_is_coalesced_while_the_event_sink_is_down_and_nothing_el
     assert events[-2].data["failed"] == 1
     assert events[-1].type is RunEventType.RUN_COMPLETED
     assert summary.suppressed_errors == ()
+
+
+async def test_a_progress_update_dropped_over_the_event_bound_is_sent_again_though_counts_hold() -> None:
+    """Counts that stop changing (a paused or stuck run) must still reach the sink: a progress event that
+    the full buffer dropped is not taken for sent."""
+    h = Harness(count=21)
+    h.events.fail_publishes(4)  # the sink is down until t=3s, RUN_STARTED waiting to be published
+    gone = ProviderResult.failure(ErrorCategory.PERMANENT_REMOTE, "GONE")
+    provider = FakeProviderFactory(
+        latency=0.5,
+        by_sequence={**dict.fromkeys(range(1, 21), gone), 21: Hang()},
+        thread_safety=ThreadSafetyMode.THREAD_SAFE,
+    )
+    options = EngineOptions(event_buffer_size=16)
+    handle = await h.start(provider, _concurrent(20), options)
+    await h.clock.advance(1.5)  # 20 ITEM_ERRORs fill the buffer; the first progress (at 1s) is dropped
+    assert not h.events.of_type(RunEventType.PROGRESS)
+    await h.clock.advance(10)  # the sink is back; the counts have not changed since 0.5s
+    progress = h.events.of_type(RunEventType.PROGRESS)
+    assert progress
+    assert (progress[-1].data["failed"], progress[-1].data["inFlight"]) == (20, 1)
+    await handle.submit(CancelRun("c"))
+    summary = await h.clock.run(handle.completion())
+    assert summary.final_state is RunState.CANCELLED
+    assert_accounted(summary, h)
 
 
 def test_importing_the_engine_loads_no_server_provider_or_io_library() -> None:

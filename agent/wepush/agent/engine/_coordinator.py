@@ -91,7 +91,7 @@ class RunCoordinator:
             run_deadline=self._run_deadline,
             observer=ports.observer,
         )
-        self._control.in_flight = lambda: self._tally.in_flight
+        self._control.in_flight = lambda: self.counts().in_flight
         self._control.cancel_in_flight = self._items.cancel_in_flight
         self._workers = ItemWorkers(
             control=self._control,
@@ -130,6 +130,13 @@ class RunCoordinator:
 
     def counts(self) -> Counts:
         t = self._tally
+        in_flight, pending = t.in_flight, t.pending
+        if self._control.state is RunState.PAUSED:
+            # Items that started but wait (for a rate-limit token, a retry's backoff, the resume) make
+            # no provider call while the run is paused: they are pending, not in flight.
+            waiting = self._items.waiting
+            in_flight -= waiting
+            pending += waiting
         return Counts(
             total=t.total,
             succeeded=t.succeeded,
@@ -137,8 +144,8 @@ class RunCoordinator:
             unknown=t.unknown,
             unsent=t.unsent,
             skipped=t.skipped,
-            in_flight=t.in_flight,
-            pending=t.pending,
+            in_flight=in_flight,
+            pending=pending,
             retried=self._items.retried,
         )
 
@@ -403,9 +410,12 @@ class RunCoordinator:
         while True:
             await self._clock.sleep(interval)
             counts = self.counts()
-            if counts != self._last_progress:
+            # Only an event the dispatcher kept counts as sent: one dropped over the bound is sent again at
+            # the next tick, as no newer one may follow (a paused run's counts stop changing).
+            if counts != self._last_progress and self._shutdown.events.emit(
+                RunEventType.PROGRESS, self._progress_data(counts)
+            ):
                 self._last_progress = counts
-                self._shutdown.events.emit(RunEventType.PROGRESS, self._progress_data(counts))
             self._shutdown.batcher.tick()
 
     async def _deadline_watch(self, seconds: float) -> None:

@@ -49,8 +49,11 @@ class EventDispatcher:
     def last_sequence(self) -> int:
         return self._sequence
 
-    def emit(self, event_type: RunEventType, data: Mapping[str, Any], *, force: bool = False) -> None:
-        """Queue an event; ``force`` keeps a progress event even over the bound (the final counts)."""
+    def emit(self, event_type: RunEventType, data: Mapping[str, Any], *, force: bool = False) -> bool:
+        """Queue an event; ``force`` keeps a progress event even over the bound (the final counts).
+
+        ``False`` when the event was dropped (a progress event over the bound): the caller must not take
+        it for sent."""
         pending = _Pending(event_type, self._clock.now(), data)
         if event_type.droppable:
             for index, queued in enumerate(self._buffer):
@@ -62,9 +65,10 @@ class EventDispatcher:
                 if not force and len(self._buffer) >= self._options.event_buffer_size:
                     # Over the bound a progress update is the one thing that may go: a newer one follows.
                     self.coalesced += 1
-                    return
+                    return False
         self._buffer.append(pending)
         self._wake.set()
+        return True
 
     async def run(self) -> None:
         """Background publisher; retries forever with backoff until cancelled before ``drain``."""

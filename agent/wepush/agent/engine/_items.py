@@ -112,6 +112,10 @@ class ItemExecutor:
         self._flights: set[_Flight] = set()
         self._observer = observer
         self.retried = 0
+        # Started items that are not at the provider but waiting before a call: for a rate-limit token,
+        # through a retry's backoff (and for the permit after it), or for a pause to end. Only these slow
+        # paths count, never the fast path. A paused run shows these items as pending, not in flight.
+        self.waiting = 0
 
     @property
     def in_flight_calls(self) -> int:
@@ -155,19 +159,25 @@ class ItemExecutor:
                         self._observer.retrying(last[0].category)
                     self._gate.release()
                     holding = False
-                    if not await wait_or_stop(self._clock.sleep(delay), self._stop):
-                        break
-                    # A paused run makes no new provider calls, retries included.
-                    await self._dispatch_open.wait()
-                    if self._stop.is_set() or not await self._gate.acquire():
-                        break
+                    self.waiting += 1
+                    try:
+                        if not await wait_or_stop(self._clock.sleep(delay), self._stop):
+                            break
+                        # A paused run makes no new provider calls, retries included.
+                        await self._dispatch_open.wait()
+                        if self._stop.is_set() or not await self._gate.acquire():
+                            break
+                    finally:
+                        self.waiting -= 1
                     holding = True
-                if (
-                    self._limited
-                    and not self._limiter.try_acquire()
-                    and not await wait_or_stop(self._limiter.acquire(), self._stop)
-                ):
-                    break
+                if self._limited and not self._limiter.try_acquire():
+                    self.waiting += 1
+                    try:
+                        acquired = await wait_or_stop(self._limiter.acquire(), self._stop)
+                    finally:
+                        self.waiting -= 1
+                    if not acquired:
+                        break
                 # One provider call.
                 flight = _Flight()
                 self._flights.add(flight)
@@ -187,7 +197,11 @@ class ItemExecutor:
                             # Paused before this call reached the provider: it waits like an
                             # undispatched item.
                             if not self._dispatch_open.is_set():
-                                await self._dispatch_open.wait()
+                                self.waiting += 1
+                                try:
+                                    await self._dispatch_open.wait()
+                                finally:
+                                    self.waiting -= 1
                             if self._stop.is_set():
                                 break
                         if flight.cancelled:
