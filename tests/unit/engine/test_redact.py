@@ -3,6 +3,8 @@ reports never carries a credential in a query string, userinfo, auth header, web
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from wepush.agent.engine import REDACTION_MASK as MASK
@@ -144,6 +146,42 @@ def test_a_masker_scrubs_registered_values_in_text_and_json() -> None:
         "apiKey": MASK,
         "token": None,
     }
+
+
+@pytest.mark.parametrize(
+    "echoed",
+    [
+        "QaBearer%2DZX81%2Dplaintext%2D9c4e7a1b",  # only the dashes percent-encoded (QA's vendor)
+        "QaBearer%2dZX81-plaintext%2D9c4e7a1b",  # mixed, in both cases of hex
+        "".join(f"\\u{ord(c):04x}" for c in "QaBearer-ZX81-plaintext-9c4e7a1b"),  # JSON, every char
+        "QaBearer\\u002DZX81-plaintext-9c4e7a1b",
+        "".join(f"%{ord(c):02X}" for c in "QaBearer-ZX81-plaintext-9c4e7a1b"),
+        "QaBearer&#45;ZX81&#x2d;plaintext-9c4e7a1b",  # HTML character references
+    ],
+)
+def test_a_masker_scrubs_a_registered_value_however_its_characters_are_escaped(echoed: str) -> None:
+    masker = SecretMasker()
+    masker.add_secret_value("QaBearer-ZX81-plaintext-9c4e7a1b")
+
+    assert masker.text(f'{{"error": "bad token", "echo": "{echoed}"}}') == (
+        f'{{"error": "bad token", "echo": "{MASK}"}}'
+    )
+    # The value itself is matched exactly: another token that differs only in case is not a secret.
+    assert masker.text("qabearer-zx81-plaintext-9c4e7a1b") == "qabearer-zx81-plaintext-9c4e7a1b"
+
+
+def test_a_masker_scrubs_escaped_non_ascii_and_released_values_are_left_alone() -> None:
+    masker = SecretMasker()
+    secret = 'a b"c\\d中😀'
+    masker.add_secret_value(secret)
+    masker.add_secret_value(secret)
+
+    for form in (secret, "a+b%22c%5Cd%E4%B8%AD%F0%9F%98%80", json.dumps(secret)[1:-1]):
+        assert masker.text(f"<{form}>") == f"<{MASK}>"
+    masker.discard_secret_value(secret)
+    assert masker.text(secret) == MASK  # registered twice, discarded once
+    masker.discard_secret_value(secret)
+    assert masker.text(secret) == secret
 
 
 def test_a_masker_masks_the_start_of_a_registered_value_a_capped_diagnostic_cut_off() -> None:

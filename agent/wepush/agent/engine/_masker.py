@@ -50,45 +50,42 @@ class SecretMasker:
     # ----------------------------------------------------------------- registered exact values
 
     def add_secret_value(self, value: str | bytes | bytearray) -> None:
-        """Scrub this exact value (and its URL/JSON-escaped forms) until it is discarded as often as added.
+        """Scrub this exact value, however its characters are escaped, until it is discarded as often as
+        added (see ``_value_pattern``).
 
         Values shorter than 4 characters are ignored: masking every ``"abc"`` would garble logs without
         protecting anything that guessing would not already reveal.
         """
-        variants = _variants(value)
-        if not variants:
+        text = _registrable(value)
+        if text is None:
             return
         with self._lock:
-            new = [variant for variant in variants if variant not in self._counts]
-            for variant in variants:
-                self._counts[variant] = self._counts.get(variant, 0) + 1
-            if new:
+            self._counts[text] = self._counts.get(text, 0) + 1
+            if self._counts[text] == 1:
                 self._rebuild()
 
     def discard_secret_value(self, value: str | bytes | bytearray) -> None:
         """Release one registration of a value (e.g. when the Run that needed it has finished)."""
-        variants = _variants(value)
-        if not variants:
+        text = _registrable(value)
+        if text is None:
             return
         with self._lock:
-            gone = False
-            for variant in variants:
-                count = self._counts.get(variant)
-                if count is None:
-                    continue
-                if count > 1:
-                    self._counts[variant] = count - 1
-                else:
-                    del self._counts[variant]
-                    gone = True
-            if gone:
+            count = self._counts.get(text)
+            if count is None:
+                return
+            if count > 1:
+                self._counts[text] = count - 1
+            else:
+                del self._counts[text]
                 self._rebuild()
 
     def _rebuild(self) -> None:
         # Longest first, so a value that contains another is masked whole.
         ordered = sorted(self._counts, key=len, reverse=True)
-        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        self._values = tuple(ordered)
+        self._pattern = re.compile("|".join(map(_value_pattern, ordered))) if ordered else None
+        self._values = tuple(
+            sorted({v for value in ordered for v in _plain_variants(value)}, key=len, reverse=True)
+        )
 
     # ----------------------------------------------------------------- masking
 
@@ -120,15 +117,44 @@ class SecretMasker:
         return _mask_all(value) if is_sensitive_name(name) else self.json(value)
 
 
-def _variants(value: str | bytes | bytearray) -> frozenset[str]:
+def _registrable(value: str | bytes | bytearray) -> str | None:
     if isinstance(value, (bytes, bytearray)):
         try:
             value = bytes(value).decode("utf-8")
         except UnicodeDecodeError:
-            return frozenset()
-    if len(value) < _MIN_REGISTERED_LENGTH:
-        return frozenset()
-    return frozenset({value, quote(value, safe=""), quote(value, safe="/:"), json.dumps(value)[1:-1]})
+            return None
+    return value if len(value) >= _MIN_REGISTERED_LENGTH else None
+
+
+def _value_pattern(value: str) -> str:
+    """A pattern for ``value`` with each character as itself or in any escape a vendor may echo it in:
+    percent-encoded (either case, ``+`` for a space), JSON ``\\u`` and short escapes, HTML character
+    references. Character by character, so a mixture is caught too: a vendor that percent-encoded only
+    the dashes of a token echoed it readable, and a list of whole-value encodings missed it."""
+    return "".join(_char_pattern(char) for char in value)
+
+
+def _char_pattern(char: str) -> str:
+    code = ord(char)
+    forms = [re.escape(char), "".join(f"%{byte:02x}" for byte in char.encode("utf-8"))]
+    if code <= 0xFFFF:
+        forms.append(f"\\\\u{code:04x}")
+    else:
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        forms.append(f"\\\\u{high:04x}\\\\u{low:04x}")
+    escaped = json.dumps(char)[1:-1]
+    if escaped != char and not escaped.startswith("\\u"):
+        forms.append(re.escape(escaped))  # \" \\ \n \t …
+    forms.append(f"&#0*{code};|&#x0*{code:x};")
+    if char == " ":
+        forms.append(r"\+")
+    # The character itself exactly; its escapes in either case of their hex digits.
+    return f"(?:{forms[0]}|(?i:{'|'.join(forms[1:])}))"
+
+
+def _plain_variants(value: str) -> tuple[str, ...]:
+    """The whole-value forms a capped text may end in the first part of (see ``_mask_cut_value``)."""
+    return (value, quote(value, safe=""), quote(value, safe="/:"), json.dumps(value)[1:-1])
 
 
 def _mask_cut_value(text: str, values: tuple[str, ...]) -> str:
