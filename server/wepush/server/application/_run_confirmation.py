@@ -19,8 +19,6 @@ Service instance, so a token issued by one instance is honoured by another.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -29,6 +27,7 @@ from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from wepush.server.application._b64 import b64decode_canonical, b64encode_unpadded
 from wepush.server.application._run_errors import ConfirmationInvalid
 from wepush.server.application.execution import RunSnapshot
 from wepush.server.domain import ItemState, Job, content_hash
@@ -44,14 +43,6 @@ _CHANGED: Final = {
 _DOMAIN: Final = b"wepush/confirmation/v1."
 _MIN_KEY_BYTES: Final = 32
 _MAX_TOKEN_CHARS: Final = 1024
-
-
-def _b64encode(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _b64decode(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def confirmation_digest(token: str) -> str:
@@ -107,10 +98,10 @@ class ConfirmationSigner:
             "b": binding,
             "e": int(expires_at.timestamp()),
             # Every confirmation is its own token (one token starts one run), even two in one second.
-            "n": _b64encode(secrets.token_bytes(12)),
+            "n": b64encode_unpadded(secrets.token_bytes(12)),
         }
-        text = _b64encode(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8"))
-        return f"{text}.{_b64encode(self._tag(text))}"
+        text = b64encode_unpadded(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8"))
+        return f"{text}.{b64encode_unpadded(self._tag(text))}"
 
     def verify(
         self, token: str, *, purpose: str, workspace_id: str, subject_id: str, binding: str, now: datetime
@@ -120,15 +111,15 @@ class ConfirmationSigner:
             raise ConfirmationInvalid("malformed")
         payload_text, sep, tag_text = token.partition(".")
         try:
-            tag = _b64decode(tag_text)
-        except (binascii.Error, ValueError):
+            tag = b64decode_canonical(tag_text)
+        except ValueError:
             raise ConfirmationInvalid("malformed") from None
         # The tag is checked before the payload is parsed: unauthenticated input is never interpreted.
         if not sep or not hmac.compare_digest(tag, self._tag(payload_text)):
             raise ConfirmationInvalid("not issued by this Service")
         try:
-            payload = json.loads(_b64decode(payload_text))
-        except (binascii.Error, ValueError):
+            payload = json.loads(b64decode_canonical(payload_text))
+        except ValueError:
             raise ConfirmationInvalid("malformed") from None
         if not isinstance(payload, dict) or payload.get("v") != 1 or not isinstance(payload.get("e"), int):
             raise ConfirmationInvalid("malformed")

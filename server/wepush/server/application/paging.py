@@ -14,8 +14,6 @@ the API maps to 400 ``CURSOR_INVALID``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -24,6 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import ClassVar, Final, Generic, Literal, TypeVar
+
+from wepush.server.application._b64 import b64decode_canonical, b64encode_unpadded
 
 __all__ = [
     "DEFAULT_PAGE_LIMIT",
@@ -80,14 +80,6 @@ def validate_limit(limit: int | None) -> int:
     return limit
 
 
-def _b64encode(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _b64decode(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 def _normalize(value: object) -> object:
     """Filters as a canonical JSON value: unset filters vanish, sets sort, datetimes become UTC ISO."""
     if isinstance(value, datetime):
@@ -113,7 +105,7 @@ def _normalize(value: object) -> object:
 
 def filters_digest(filters: Mapping[str, object]) -> str:
     canonical = json.dumps(_normalize(filters), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return _b64encode(hashlib.sha256(canonical.encode("utf-8")).digest()[:_FILTER_HASH_BYTES])
+    return b64encode_unpadded(hashlib.sha256(canonical.encode("utf-8")).digest()[:_FILTER_HASH_BYTES])
 
 
 class CursorCodec:
@@ -148,8 +140,8 @@ class CursorCodec:
             "k": list(position),
             "t": int(self._clock().timestamp()),
         }
-        payload_text = _b64encode(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-        return f"{payload_text}.{_b64encode(self._tag(payload_text))}"
+        payload_text = b64encode_unpadded(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+        return f"{payload_text}.{b64encode_unpadded(self._tag(payload_text))}"
 
     def decode(
         self,
@@ -166,15 +158,15 @@ class CursorCodec:
         if not sep:
             raise CursorInvalid("malformed")
         try:
-            tag = _b64decode(tag_text)
-        except (binascii.Error, ValueError):
+            tag = b64decode_canonical(tag_text)
+        except ValueError:
             raise CursorInvalid("malformed") from None
         # The tag is checked before the payload is even parsed: unauthenticated input is never interpreted.
         if not hmac.compare_digest(tag, self._tag(payload_text)):
             raise CursorInvalid("tampered")
         try:
-            payload = json.loads(_b64decode(payload_text))
-        except (binascii.Error, ValueError):
+            payload = json.loads(b64decode_canonical(payload_text))
+        except ValueError:
             raise CursorInvalid("malformed") from None
         if not isinstance(payload, dict) or payload.get("v") != 1:
             raise CursorInvalid("malformed")
