@@ -8,6 +8,7 @@ import csv
 import gzip
 import io
 import logging
+import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -495,6 +496,20 @@ async def test_a_file_in_the_wrong_form_gets_a_reason_that_names_the_right_one(t
         assert zipped["state"] == "FAILED"
         assert zipped["failureReason"].startswith(
             "the file is gzip-compressed: send it with the header Content-Encoding: gzip"
+        )
+        # A spreadsheet sent as it is: it was read as text and refused as a UTF-16 header.
+        workbook = io.BytesIO()
+        with zipfile.ZipFile(workbook, "w") as archive:
+            archive.writestr("xl/workbook.xml", "<workbook/>")
+        as_xlsx = await uploaded(workbook.getvalue())
+        assert as_xlsx["state"] == "FAILED"
+        assert as_xlsx["failureReason"] == (
+            "the file is not CSV or text but a ZIP archive, as an Excel workbook (.xlsx) is: open it in the "
+            "spreadsheet program, save the sheet as CSV UTF-8, and import that file"
+        )
+        as_png = await uploaded(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+        assert as_png["failureReason"] == (
+            "the file is not CSV or text but a PNG image: start a new import with a CSV or text file"
         )
         # UTF-8 read as UTF-16: no NUL byte, which every UTF-16 line break has.
         as_utf16 = await uploaded(csv_text.encode() + b"x", encoding="utf-16")

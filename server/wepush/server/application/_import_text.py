@@ -44,6 +44,24 @@ _UTF16: Final = "utf-16"
 _UTF16_MARKS: Final = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
 _MARK_BYTES: Final = 2
 _GZIP_MAGIC: Final = b"\x1f\x8b\x08"
+_SAVE_AS_CSV: Final = "open it in the spreadsheet program, save the sheet as CSV UTF-8, and import that file"
+_START_AGAIN: Final = "start a new import with a CSV or text file"
+#: How files that are not text start (their first bytes), what they are and what to do: read as text,
+#: their bytes were rejected row by row or as a header in some other encoding, which sent users the wrong
+#: way ("a NUL in the header usually means the file is UTF-16").
+_NOT_TEXT: Final = {
+    b"PK\x03\x04": ("a ZIP archive, as an Excel workbook (.xlsx) is", _SAVE_AS_CSV),
+    b"\xd0\xcf\x11\xe0": (
+        "an old-style Office document, as an Excel 97-2003 workbook (.xls) is",
+        _SAVE_AS_CSV,
+    ),
+    b"%PDF": ("a PDF document", _START_AGAIN),
+    b"\x89PNG": ("a PNG image", _START_AGAIN),
+    b"\xff\xd8\xff": ("a JPEG image", _START_AGAIN),
+    b"GIF8": ("a GIF image", _START_AGAIN),
+    b"7z\xbc\xaf": ("a 7-Zip archive", _START_AGAIN),
+    b"Rar!": ("a RAR archive", _START_AGAIN),
+}
 #: Enough of the file's start to see both a byte-order mark and two unmarked UTF-16 code units.
 _SNIFF_BYTES: Final = 4
 _GB18030: Final = "gb18030"
@@ -107,6 +125,9 @@ class ImportText:
         return codecs.getincrementaldecoder(codec)(_UNDECODABLE)
 
     def _codec(self, start: bytes) -> str:
+        kind = next((found for magic, found in _NOT_TEXT.items() if start.startswith(magic)), None)
+        if kind is not None:
+            raise ContentRejected(f"the file is not CSV or text but {kind[0]}: {kind[1]}")
         if start.startswith(_GZIP_MAGIC):
             # A compressed file sent as it is: its bytes read as text would be rejected row by row.
             raise ContentRejected(
