@@ -29,7 +29,7 @@ from wepush.server.application.execution import (
     StoredObject,
     plain_transactions,
 )
-from wepush.server.domain import utc_now
+from wepush.server.domain import Run, utc_now
 from wepush.server.infra.artifacts import LocalArtifactStore, S3ArtifactStore
 from wepush.server.infra.db import SqlUnitOfWorkFactory
 from wepush.server.infra.secrets import LocalEnvelopeSecretStore
@@ -77,6 +77,18 @@ def store(request: pytest.FixtureRequest, artifact_store: LocalArtifactStore) ->
     return S3ArtifactStore(bucket.client, bucket.name, part_bytes=5 * 1024 * 1024)
 
 
+def _result_artifacts(uow: SqlUnitOfWorkFactory, store: ArtifactStore, run: Run) -> ResultArtifacts:
+    writer = RunArtifactWriter(
+        store=store,
+        tx=plain_transactions(uow),
+        workspace_id=run.workspace_id,
+        run_id=run.id,
+        clock=utc_now,
+        retention=RetentionPolicy(),
+    )
+    return ResultArtifacts(writer)
+
+
 @pytest.fixture
 async def world(uow: SqlUnitOfWorkFactory, secret_store: LocalEnvelopeSecretStore) -> World:
     return await build_world(uow, secret_store, recipients=1)
@@ -86,15 +98,7 @@ async def test_outcome_files_and_the_csv_export_match_the_engines_formats(
     uow: SqlUnitOfWorkFactory, store: ArtifactStore, world: World
 ) -> None:
     run = await create_run(uow, world)
-    writer = RunArtifactWriter(
-        store=store,
-        tx=plain_transactions(uow),
-        workspace_id=run.workspace_id,
-        run_id=run.id,
-        clock=utc_now,
-        retention=RetentionPolicy(),
-    )
-    sink = ResultArtifacts(writer)
+    sink = _result_artifacts(uow, store, run)
     # Enough items for several chunks per file.
     items = _items(run.id, 3000)
     for item in items:
@@ -156,16 +160,7 @@ async def test_a_run_s_files_are_completed_side_by_side_not_one_after_another(
     # A bucket that hangs costs each completion its full patience (about 40 s): one after another, a run
     # with five files waited over three minutes for its terminal state.
     run = await create_run(uow, world)
-    store = SlowToComplete(artifact_store.root, together=5)
-    writer = RunArtifactWriter(
-        store=store,
-        tx=plain_transactions(uow),
-        workspace_id=run.workspace_id,
-        run_id=run.id,
-        clock=utc_now,
-        retention=RetentionPolicy(),
-    )
-    sink = ResultArtifacts(writer)
+    sink = _result_artifacts(uow, SlowToComplete(artifact_store.root, together=5), run)
     for item in _items(run.id, 8):
         await sink.write(item)
 
