@@ -4,6 +4,7 @@ answered) is told as an outage within the pool's deadlines, not waited for as lo
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 from sqlalchemy import make_url
@@ -44,3 +45,23 @@ async def test_a_unit_of_work_begun_during_a_stall_fails_as_an_outage_and_works_
         finally:
             gate.resume()
             await engine.dispose()
+
+
+async def test_every_connection_gives_up_on_a_server_gone_silent_on_the_network(postgres_url: str) -> None:
+    """A statement already sent when the server vanishes (no ACKs, no keepalive replies) must not wait
+    for ever: the connection's socket probes the silence and gives up after ``dead_peer_seconds``."""
+    engine = create_database(postgres_url, pool=PoolSettings(dead_peer_seconds=12))
+    try:
+        async with engine.connect() as connection:
+            raw = await connection.get_raw_connection()
+            assert raw.driver_connection is not None
+            sock = raw.driver_connection._transport.get_extra_info("socket")
+            if sock.family not in (socket.AF_INET, socket.AF_INET6):
+                pytest.fail(f"the test database must be reached over TCP, not {sock.family!r}")
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 4
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 1
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 3
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 12_000
+    finally:
+        await engine.dispose()

@@ -12,6 +12,7 @@ PostgreSQL (server mode): asyncpg with a configurable pool.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ class PoolSettings:
     """PostgreSQL: how long opening a connection may take (asyncpg waits 60 s by default)."""
     ping_timeout_seconds: float = 3.0
     """PostgreSQL: how long the liveness check of a pooled connection at checkout may take."""
+    dead_peer_seconds: int = 30
+    """PostgreSQL over TCP: how long a server that stopped answering at the network level (no ACKs, no
+    keepalive replies) may keep a connection, and the statement waiting on it, before it is dropped."""
 
 
 def normalize_database_url(url: str | URL) -> URL:
@@ -80,7 +84,42 @@ def create_database(url: str | URL, *, pool: PoolSettings | None = None, echo: b
         json_serializer=canonical_json,
     )
     event.listen(engine.sync_engine, "checkout", _PostgresPing(pool.ping_timeout_seconds))
+    event.listen(engine.sync_engine, "connect", _DeadPeerDetection(pool.dead_peer_seconds))
     return engine
+
+
+class _DeadPeerDetection:
+    """TCP keepalives and a user timeout on every PostgreSQL connection.
+
+    The checkout ping bounds a stall met *before* a transaction; a server lost while a statement is
+    under way (a partition, a host that froze or vanished) otherwise held that statement, its request and
+    its pooled connection for ever: an answer is awaited with nothing unacknowledged on the wire, so the
+    kernel never gives up. Keepalive probes notice the silence and ``TCP_USER_TIMEOUT`` drops the
+    connection when sent data (a statement, a probe) stays unacknowledged that long. A server merely busy
+    with a long statement (an import's commit may take minutes) still answers the probes, so no statement
+    is cut short for being slow. Unix-domain sockets have no peer to lose and are left alone.
+    """
+
+    def __init__(self, seconds: int) -> None:
+        self._seconds = max(3, seconds)
+
+    def __call__(self, dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        # asyncpg exposes no socket options: its transport's socket is the documented asyncio way in.
+        transport = getattr(dbapi_connection.driver_connection, "_transport", None)
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return
+        idle = max(1, self._seconds // 3)
+        interval = max(1, self._seconds // 9)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for option, value in (
+            ("TCP_KEEPIDLE", idle),
+            ("TCP_KEEPINTVL", interval),
+            ("TCP_KEEPCNT", 3),
+            ("TCP_USER_TIMEOUT", self._seconds * 1000),
+        ):
+            if hasattr(socket, option):  # Linux has all four; other systems some
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
 class _PostgresPing:
@@ -90,8 +129,9 @@ class _PostgresPing:
     network partition, a frozen host: connections open, nothing answered) held every request for as
     long as the stall lasted, or the kernel's retransmission timeout (about 15 minutes). With a deadline
     the connection is dropped and a new one tried (bounded by the connect timeout), so a request fails
-    as ``DatabaseUnavailable`` (503 with Retry-After) within seconds. A statement that stalls later, in a
-    transaction already under way, is not bounded here: an import's commit may rightly run for minutes.
+    as ``DatabaseUnavailable`` (503 with Retry-After) within seconds. A server lost later, while a
+    statement is under way, is ``_DeadPeerDetection``'s: no deadline fits every statement, as an import's
+    commit may rightly run for minutes.
     """
 
     def __init__(self, timeout_seconds: float) -> None:
