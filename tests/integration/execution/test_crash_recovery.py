@@ -92,6 +92,7 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
     notifier: RunAvailabilityNotifier,
     vendor: VendorServer,
     tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     world: World = await build_http_world(
         uow,
@@ -189,3 +190,8 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
     # Whatever the dead executor had begun is FAILED now, never served; each outcome is served once.
     assert not [a for a in every if a.state is ArtifactState.UPLOADING]
     assert len([a for a in every if a.state is ArtifactState.READY]) == 5
+    # Each file set aside is told once, so a FAILED row beside a READY one of its type is explained.
+    set_aside = {a.id for a in every if a.state is ArtifactState.FAILED}
+    assert set_aside
+    told = [r for r in caplog.records if getattr(r, "event", None) == "ARTIFACT_UPLOAD_FAILED"]
+    assert sorted(getattr(r, "artifactId", None) for r in told) == sorted(set_aside)

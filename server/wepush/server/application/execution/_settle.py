@@ -13,6 +13,7 @@ run ends with counts its item rows do not back.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
@@ -48,6 +49,8 @@ __all__ = [
     "settle_items",
     "supersede_artifacts",
 ]
+
+_log = logging.getLogger(__name__)
 
 SETTLED_CODE = "EXECUTOR_LOST"
 UNRECORDED_CODE = "OUTCOME_NOT_RECORDED"
@@ -213,9 +216,28 @@ async def supersede_artifacts(
         if artifact.state is ArtifactState.UPLOADING:
             async with tx() as unit:
                 await unit.artifacts.update(replace(artifact, state=ArtifactState.FAILED))
+            _set_aside(workspace_id, run_id, artifact.id, artifact.artifact_type)
         elif artifact.state is ArtifactState.READY:
             async with tx() as unit:
                 deleting = await unit.artifacts.update(replace(artifact, state=ArtifactState.DELETING))
             await store.delete(deleting.storage_key)
             async with tx() as unit:
                 await unit.artifacts.mark_deleted(deleting.id)
+
+
+def _set_aside(workspace_id: str, run_id: str, artifact_id: str, artifact_type: str) -> None:
+    """The line that tells an operator why a run lists a FAILED file beside a READY one of its type."""
+    _log.warning(
+        "run %s: the %s artifact %s was left unfinished by its executor and is set aside (FAILED); "
+        "the file is written anew from what the database keeps",
+        run_id,
+        artifact_type,
+        artifact_id,
+        extra={
+            "event": "ARTIFACT_UPLOAD_FAILED",
+            "workspaceId": workspace_id,
+            "runId": run_id,
+            "artifactId": artifact_id,
+            "artifactType": artifact_type,
+        },
+    )
