@@ -194,4 +194,4 @@ async def test_a_run_whose_service_was_killed_is_recovered_and_nothing_is_sent_t
     set_aside = {a.id for a in every if a.state is ArtifactState.FAILED}
     assert set_aside
     told = [r for r in caplog.records if getattr(r, "event", None) == "ARTIFACT_UPLOAD_FAILED"]
-    assert sorted(getattr(r, "artifactId", None) for r in told) == sorted(set_aside)
+    assert sorted(str(getattr(r, "artifactId", "")) for r in told) == sorted(set_aside)
