@@ -40,15 +40,27 @@ async def test_a_job_is_created_with_effective_policies_and_updated_by_version(t
             json={"content": {**HTTP_CONTENT, "path": "/v2"}, "basedOnRevision": 1},
         )
         url = ws_url(ws, "jobs", job["id"])
+        # Leaving the policies out would have reset the job's limits to the defaults: it is refused.
+        bare = await app.client.put(
+            url, headers=app.admin(), json=job_body(world, messageRevision=2, version=1)
+        )
+        assert await _errors(bare) == [("/policies", "INVALID")]
+        assert bare.json()["errors"][0]["message"] == "/policies: is required"
         updated = expect(
             await app.client.put(
-                url, headers=app.admin(), json=job_body(world, messageRevision=2, version=1)
+                url,
+                headers=app.admin(),
+                json=job_body(world, messageRevision=2, policies=job["policies"], version=1),
             ),
             200,
         )
         assert (updated["messageRevision"], updated["version"]) == (2, 2)
-        assert updated["policies"]["concurrency"] == {"min": 1, "max": 32, "target": 8}
-        stale = await app.client.put(url, headers=app.admin(), json=job_body(world, version=1))
+        assert updated["policies"] == job["policies"]
+        defaults = expect(
+            await app.client.put(url, headers=app.admin(), json=job_body(world, policies={}, version=2)), 200
+        )
+        assert defaults["policies"]["concurrency"] == {"min": 1, "max": 32, "target": 8}
+        stale = await app.client.put(url, headers=app.admin(), json=job_body(world, policies={}, version=1))
         assert (stale.status_code, stale.json()["code"]) == (409, "VERSION_CONFLICT")
 
         listed = expect(
@@ -198,7 +210,7 @@ async def test_a_job_whose_message_uses_a_field_the_snapshot_lacks_is_refused(tm
         switched = await app.client.put(
             ws_url(ws, "jobs", job["id"]),
             headers=app.admin(),
-            json=job_body({**world, "messageId": templated["id"]}, version=1),
+            json=job_body({**world, "messageId": templated["id"]}, policies={}, version=1),
         )
         assert await _errors(switched) == [("/audienceSnapshotId", "VARIABLE_NOT_IN_AUDIENCE")]
 
@@ -295,6 +307,6 @@ async def test_an_update_is_validated_like_a_create(tmp_path: Path) -> None:
         response = await app.client.put(
             ws_url(ws, "jobs", job["id"]),
             headers=app.admin(),
-            json=job_body({**world, "messageId": message["id"]}, messageRevision=4, version=1),
+            json=job_body({**world, "messageId": message["id"]}, messageRevision=4, policies={}, version=1),
         )
         assert await _errors(response) == [("/messageRevision", "NOT_FOUND")]

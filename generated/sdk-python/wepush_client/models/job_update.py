@@ -27,7 +27,7 @@ from pydantic_core import to_jsonable_python
 
 class JobUpdate(BaseModel):
     """
-    Full replacement of the mutable fields.
+    Full replacement of the mutable fields. `policies` is required so that an update cannot reset a job's limits to the defaults by leaving them out: send back the job's `policies` (as read) with your changes. Within it, omitted fields still take the service defaults.
     """ # noqa: E501
     name: Annotated[str, Field(min_length=1, strict=True, max_length=200)] = Field(description="A name as a request gives it: 1 to 200 characters that neither start nor end with white space and hold no control characters, line breaks or invisible formatting characters (soft hyphen, zero-width space, word joiner, invisible operators, byte-order mark, combining grapheme joiner, Hangul fillers, Mongolian vowel separator, Khmer inherent vowels, left-to-right, right-to-left and Arabic letter marks, bidirectional embeddings, overrides and isolates, the deprecated format characters U+206A-U+206F, interlinear annotation characters), so that two names that look the same are the same. The joiners U+200C and U+200D and the variation selectors, which emoji and many scripts need, are allowed between characters: a name does not start with one, nor end with a joiner; a variation selector does not follow a Latin letter (letters have none); tag characters (U+E0000-U+E007F) appear only in a subdivision flag. Names are stored in Unicode NFC. Unique per resource type within a workspace.", json_schema_extra={"examples": ["Order notifications"]})
     description: Optional[Annotated[str, Field(strict=True, max_length=2000)]] = Field(default=None, description="Free text shown next to the name.", json_schema_extra={"examples": ["Sends the shipping notice to customers."]})
@@ -35,7 +35,7 @@ class JobUpdate(BaseModel):
     message_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="messageId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
     message_revision: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(alias="messageRevision")
     audience_snapshot_id: Annotated[str, Field(min_length=1, strict=True, max_length=64)] = Field(description="Opaque resource identifier (UUIDv7 today). Clients must not parse it.", alias="audienceSnapshotId", json_schema_extra={"examples": ["0190f3a2-7c1e-7d3a-9b4e-2f1c0a9e8d71"]})
-    policies: Optional[ExecutionPolicies] = None
+    policies: ExecutionPolicies
     version: Annotated[int, Field(le=2147483647, strict=True, ge=1)] = Field(description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.", json_schema_extra={"examples": [3]})
     __properties: ClassVar[List[str]] = ["name", "description", "accountId", "messageId", "messageRevision", "audienceSnapshotId", "policies", "version"]
 

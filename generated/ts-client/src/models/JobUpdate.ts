@@ -22,7 +22,7 @@ import {
 } from './ExecutionPolicies';
 
 /**
- * Full replacement of the mutable fields.
+ * Full replacement of the mutable fields. `policies` is required so that an update cannot reset a job's limits to the defaults by leaving them out: send back the job's `policies` (as read) with your changes. Within it, omitted fields still take the service defaults.
  * @export
  * @interface JobUpdate
  */
@@ -54,7 +54,7 @@ export interface JobUpdate {
     /**
      * 
      */
-    policies?: ExecutionPolicies;
+    policies: ExecutionPolicies;
     /**
      * Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.
      */
@@ -70,6 +70,7 @@ export function instanceOfJobUpdate(value: object): value is JobUpdate {
     if (!('messageId' in value) || value['messageId'] === undefined) return false;
     if (!('messageRevision' in value) || value['messageRevision'] === undefined) return false;
     if (!('audienceSnapshotId' in value) || value['audienceSnapshotId'] === undefined) return false;
+    if (!('policies' in value) || value['policies'] === undefined) return false;
     if (!('version' in value) || value['version'] === undefined) return false;
     return true;
 }
@@ -90,7 +91,7 @@ export function JobUpdateFromJSONTyped(json: any, ignoreDiscriminator: boolean):
         'messageId': json['messageId'],
         'messageRevision': json['messageRevision'],
         'audienceSnapshotId': json['audienceSnapshotId'],
-        'policies': json['policies'] == null ? undefined : ExecutionPoliciesFromJSON(json['policies']),
+        'policies': ExecutionPoliciesFromJSON(json['policies']),
         'version': json['version'],
     };
 }

@@ -2832,7 +2832,7 @@ class JobCreate(BaseModel):
 
 class JobUpdate(BaseModel):
     """
-    Full replacement of the mutable fields.
+    Full replacement of the mutable fields. `policies` is required so that an update cannot reset a job's limits to the defaults by leaving them out: send back the job's `policies` (as read) with your changes. Within it, omitted fields still take the service defaults.
     """
 
     model_config = ConfigDict(
@@ -2874,7 +2874,7 @@ class JobUpdate(BaseModel):
         max_length=64,
         min_length=1,
     )
-    policies: ExecutionPolicies | None = None
+    policies: ExecutionPolicies
     version: int = Field(
         ...,
         description="Optimistic-lock version. Updates send the version they were based on; a mismatch is rejected with 409 VERSION_CONFLICT.",
