@@ -6,6 +6,7 @@ connection test reach the same instance through a port, so what one place masks,
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -127,11 +128,15 @@ def _registrable(value: str | bytes | bytearray) -> str | None:
 
 
 def _value_pattern(value: str) -> str:
-    """A pattern for ``value`` with each character as itself or in any escape a vendor may echo it in:
-    percent-encoded (either case, ``+`` for a space), JSON ``\\u`` and short escapes, HTML character
+    """A pattern for ``value`` with each character as itself, in either case, or in any escape a vendor
+    may echo it in: percent-encoded (``+`` for a space), JSON ``\\u`` and short escapes, HTML character
     references. Character by character, so a mixture is caught too: a vendor that percent-encoded only
-    the dashes of a token echoed it readable, and a list of whole-value encodings missed it."""
-    return "".join(_char_pattern(char) for char in value)
+    the dashes of a token echoed it readable, and a list of whole-value encodings missed it. Any case,
+    because a vendor that upper-cases a key it quotes reveals it as surely as one that quotes it as is.
+    Then the value's base64 (``_base64_cores``), which is matched exactly."""
+    escaped = "".join(_char_pattern(char) for char in value)
+    encoded = "|".join(_base64_cores(value))
+    return f"(?:{escaped}|{encoded})" if encoded else escaped
 
 
 def _char_pattern(char: str) -> str:
@@ -148,8 +153,38 @@ def _char_pattern(char: str) -> str:
     forms.append(f"&#0*{code};|&#x0*{code:x};")
     if char == " ":
         forms.append(r"\+")
-    # The character itself exactly; its escapes in either case of their hex digits.
-    return f"(?:{forms[0]}|(?i:{'|'.join(forms[1:])}))"
+    return f"(?i:{'|'.join(forms)})"
+
+
+#: The shortest base64 run that is masked: shorter ones occur by chance in any encoded text.
+_MIN_BASE64_CORE = 8
+
+
+def _base64_cores(value: str) -> list[str]:
+    """Patterns for ``value``'s UTF-8 bytes in base64, standard or URL-safe, whether it was encoded alone
+    or inside a longer value (a vendor echoing ``Authorization: Basic base64(user:password)``).
+
+    Inside a longer value its bytes may start at any of three offsets in a 3-byte group; for each, only the
+    characters that depend on the value's bytes alone are kept (the first and last may mix in a
+    neighbour's bits). Encoded alone, the whole encoding is masked, padding included.
+    """
+    data = value.encode("utf-8")
+    patterns: list[str] = []
+    whole = base64.b64encode(data).decode("ascii")
+    cores = {whole}
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        complete = encoded[: 4 * ((offset + len(data)) // 3)]  # groups with no neighbour's bytes after
+        core = complete[(4 * offset + 2) // 3 :]  # after the characters a neighbour's bytes reach
+        if len(core) >= _MIN_BASE64_CORE:
+            cores.add(core)
+    for core in sorted(cores, key=len, reverse=True):
+        patterns.append("".join(_BASE64_CHAR.get(char, re.escape(char)) for char in core))
+    return patterns
+
+
+# The standard and URL-safe alphabets differ in two characters; padding is optional in the URL-safe one.
+_BASE64_CHAR = {"+": "[+-]", "/": "[/_]", "=": "=?"}
 
 
 def _plain_variants(value: str) -> tuple[str, ...]:
