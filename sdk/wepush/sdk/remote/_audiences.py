@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from wepush_client import AudiencesApi
 from wepush_client.models import (
+    Audience,
     AudienceCreate,
     AudienceImport,
     AudienceImportCommit,
     AudienceImportCreate,
+    AudienceImportPage,
+    AudienceImportPreview,
+    AudiencePage,
+    AudienceSnapshot,
+    AudienceSnapshotPage,
     AudienceUpdate,
+    Recipient,
+    RecipientPage,
 )
 
 from ._session import Session
@@ -35,30 +42,34 @@ class AudiencesClient(WorkspaceResource):
         super().__init__(session, workspace_id)
         self._api = self._generated(AudiencesApi)
 
-    def create(self, audience: Body, *, idempotency_key: str | None = None) -> Any:
+    def create(self, audience: Body, *, idempotency_key: str | None = None) -> Audience:
         return self._api.create_audience(
             self._workspace_id,
             as_model(AudienceCreate, audience),
             idempotency_key=new_idempotency_key(idempotency_key),
         )
 
-    def get(self, audience_id: str) -> Any:
+    def get(self, audience_id: str) -> Audience:
         return self._api.get_audience(self._workspace_id, audience_id)
 
-    def list(self, *, limit: int | None = None, cursor: str | None = None, name: str | None = None) -> Any:
+    def list(
+        self, *, limit: int | None = None, cursor: str | None = None, name: str | None = None
+    ) -> AudiencePage:
         return self._api.list_audiences(self._workspace_id, limit=limit, cursor=cursor, name=name)
 
-    def iterate(self, *, name: str | None = None, page_size: int | None = None) -> Iterator[Any]:
+    def iterate(self, *, name: str | None = None, page_size: int | None = None) -> Iterator[Audience]:
         return iterate_pages(lambda cursor: self.list(limit=page_size, cursor=cursor, name=name))
 
-    def update(self, audience_id: str, update: Body) -> Any:
+    def update(self, audience_id: str, update: Body) -> Audience:
         return self._api.update_audience(self._workspace_id, audience_id, as_model(AudienceUpdate, update))
 
     def delete(self, audience_id: str) -> None:
         """Refused with RESOURCE_IN_USE while a job references one of the audience's snapshots."""
         self._api.delete_audience(self._workspace_id, audience_id)
 
-    def create_import(self, audience_id: str, settings: Body, *, idempotency_key: str | None = None) -> Any:
+    def create_import(
+        self, audience_id: str, settings: Body, *, idempotency_key: str | None = None
+    ) -> AudienceImport:
         """Start an import from ``AudienceImportCreate`` settings; the import waits in state CREATED."""
         return self._api.create_audience_import(
             self._workspace_id,
@@ -67,7 +78,7 @@ class AudiencesClient(WorkspaceResource):
             idempotency_key=new_idempotency_key(idempotency_key),
         )
 
-    def get_import(self, audience_id: str, import_id: str) -> Any:
+    def get_import(self, audience_id: str, import_id: str) -> AudienceImport:
         return self._api.get_audience_import(self._workspace_id, audience_id, import_id)
 
     def list_imports(
@@ -77,7 +88,7 @@ class AudiencesClient(WorkspaceResource):
         limit: int | None = None,
         cursor: str | None = None,
         state: Sequence[str] | None = None,
-    ) -> Any:
+    ) -> AudienceImportPage:
         """One ``AudienceImportPage``, newest first; ``state`` matches any of the given states, as each
         import has it now (an open import past its deadline is EXPIRED)."""
         return self._api.list_audience_imports(
@@ -90,7 +101,7 @@ class AudiencesClient(WorkspaceResource):
 
     def iterate_imports(
         self, audience_id: str, *, state: Sequence[str] | None = None, page_size: int | None = None
-    ) -> Iterator[Any]:
+    ) -> Iterator[AudienceImport]:
         return iterate_pages(
             lambda cursor: self.list_imports(audience_id, limit=page_size, cursor=cursor, state=state)
         )
@@ -104,7 +115,7 @@ class AudiencesClient(WorkspaceResource):
         file_format: str = "CSV",
         content_encoding: str | None = None,
         timeout: float | None = None,
-    ) -> Any:
+    ) -> AudienceImport:
         """Stream the import file (a path, bytes or a binary stream) in chunks; a path or a stream is never
         held whole in memory.
 
@@ -135,7 +146,7 @@ class AudiencesClient(WorkspaceResource):
         )
         return AudienceImport.from_dict(document)
 
-    def preview(self, audience_id: str, import_id: str) -> Any:
+    def preview(self, audience_id: str, import_id: str) -> AudienceImportPreview:
         """Up to 20 accepted and 20 rejected rows (``AudienceImportPreview``)."""
         return self._api.get_audience_import_preview(self._workspace_id, audience_id, import_id)
 
@@ -163,7 +174,7 @@ class AudiencesClient(WorkspaceResource):
         version: int,
         idempotency_key: str | None = None,
         timeout: float | None = None,
-    ) -> Any:
+    ) -> AudienceSnapshot:
         """Commit a STAGED import as a new ``AudienceSnapshot``.
 
         ``version`` is the audience version the import was prepared against; 409 VERSION_CONFLICT when the
@@ -182,26 +193,30 @@ class AudiencesClient(WorkspaceResource):
             _request_timeout=(limits.connect, limits.request),
         )
 
-    def discard_import(self, audience_id: str, import_id: str) -> Any:
+    def discard_import(self, audience_id: str, import_id: str) -> AudienceImport:
         """Throw away a CREATED or STAGED import and its staged rows now (state DISCARDED); 409
         IMPORT_STATE_CONFLICT for one being received or already committed. Safe to repeat."""
         return self._api.discard_audience_import(self._workspace_id, audience_id, import_id)
 
-    def list_snapshots(self, audience_id: str, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def list_snapshots(
+        self, audience_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> AudienceSnapshotPage:
         return self._api.list_audience_snapshots(self._workspace_id, audience_id, limit=limit, cursor=cursor)
 
-    def iterate_snapshots(self, audience_id: str, *, page_size: int | None = None) -> Iterator[Any]:
+    def iterate_snapshots(
+        self, audience_id: str, *, page_size: int | None = None
+    ) -> Iterator[AudienceSnapshot]:
         return iterate_pages(lambda cursor: self.list_snapshots(audience_id, limit=page_size, cursor=cursor))
 
-    def get_snapshot(self, snapshot_id: str) -> Any:
+    def get_snapshot(self, snapshot_id: str) -> AudienceSnapshot:
         return self._api.get_audience_snapshot(self._workspace_id, snapshot_id)
 
     def list_recipients(
         self, snapshot_id: str, *, limit: int | None = None, cursor: str | None = None
-    ) -> Any:
+    ) -> RecipientPage:
         return self._api.list_audience_snapshot_recipients(
             self._workspace_id, snapshot_id, limit=limit, cursor=cursor
         )
 
-    def iterate_recipients(self, snapshot_id: str, *, page_size: int | None = None) -> Iterator[Any]:
+    def iterate_recipients(self, snapshot_id: str, *, page_size: int | None = None) -> Iterator[Recipient]:
         return iterate_pages(lambda cursor: self.list_recipients(snapshot_id, limit=page_size, cursor=cursor))

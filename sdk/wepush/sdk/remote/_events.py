@@ -25,6 +25,8 @@ from typing import Any, Self
 
 import httpx
 
+from wepush_client.models import RunEvent
+
 from ._errors import InvalidResponse, TransportError, WePushError, problem_error_from_response
 from ._retry import ReconnectPolicy, parse_retry_after
 from ._session import USER_AGENT, Session
@@ -40,7 +42,11 @@ _RECONNECT_STATUSES = frozenset({429, 502, 503, 504})
 
 @dataclass(frozen=True, slots=True)
 class RunEventMessage:
-    """One run event as delivered on the stream: SSE ``id`` (the sequence), ``event`` name and JSON data."""
+    """One run event as delivered on the stream: SSE ``id`` (the sequence), ``event`` name and JSON data.
+
+    ``data`` is the event's JSON object as received (camelCase keys, not checked against the contract);
+    :meth:`to_model` gives the typed, validated ``RunEvent``.
+    """
 
     id: str | None
     event: str
@@ -60,10 +66,8 @@ class RunEventMessage:
     def terminal(self) -> bool:
         return self.type in TERMINAL_EVENT_TYPES
 
-    def to_model(self) -> Any:
+    def to_model(self) -> RunEvent:
         """The event as the generated ``wepush_client.models.RunEvent``."""
-        from wepush_client.models import RunEvent
-
         return RunEvent.from_dict(self.data)
 
 

@@ -5,15 +5,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
 
 from wepush_client import RunsApi
 from wepush_client.models import (
+    Artifact,
+    ArtifactPage,
     CancelRunRequest,
     ChangeConcurrencyRequest,
     ExecutionPolicies,
+    ResendConfirmation,
     ResendConfirmationRequest,
     ResendRequest,
+    Run,
+    RunAccepted,
+    RunCommand,
+    RunCommandAccepted,
+    RunEventPage,
+    RunItem,
+    RunItemPage,
+    RunPage,
     RunStart,
 )
 
@@ -61,7 +71,7 @@ class RunsClient(WorkspaceResource):
         idempotency_key: str | None = None,
         policy_overrides: Body | None = None,
         reason: str | None = None,
-    ) -> Any:
+    ) -> RunAccepted:
         """Start a run of ``job_id``; returns ``RunAccepted`` (state PENDING) without waiting for an agent.
 
         A real send needs ``confirmation_token`` from ``jobs.confirm_run``. Without ``idempotency_key`` a
@@ -79,7 +89,7 @@ class RunsClient(WorkspaceResource):
         )
         return self._api.start_run(self._workspace_id, job_id, new_idempotency_key(idempotency_key), body)
 
-    def get(self, run_id: str) -> Any:
+    def get(self, run_id: str) -> Run:
         """The run detail: state, counts, concurrency, snapshot, lease, artifacts and allowed commands."""
         return self._api.get_run(self._workspace_id, run_id)
 
@@ -92,7 +102,7 @@ class RunsClient(WorkspaceResource):
         job_id: str | None = None,
         created_after: datetime | None = None,
         created_before: datetime | None = None,
-    ) -> Any:
+    ) -> RunPage:
         """One ``RunPage``, newest first; ``state`` matches any of the given RunStates.
 
         ``created_after`` (inclusive) and ``created_before`` must be timezone-aware datetimes (a naive one is
@@ -116,7 +126,7 @@ class RunsClient(WorkspaceResource):
         created_after: datetime | None = None,
         created_before: datetime | None = None,
         page_size: int | None = None,
-    ) -> Iterator[Any]:
+    ) -> Iterator[Run]:
         return iterate_pages(
             lambda cursor: self.list(
                 limit=page_size,
@@ -135,7 +145,7 @@ class RunsClient(WorkspaceResource):
         limit: int | None = None,
         cursor: str | None = None,
         state: Sequence[str] | None = None,
-    ) -> Any:
+    ) -> RunItemPage:
         """One ``RunItemPage`` of item results in sequence order."""
         return self._api.list_run_items(
             self._workspace_id, run_id, limit=limit, cursor=cursor, state=None if state is None else [*state]
@@ -143,24 +153,26 @@ class RunsClient(WorkspaceResource):
 
     def items(
         self, run_id: str, *, state: Sequence[str] | None = None, page_size: int | None = None
-    ) -> Iterator[Any]:
+    ) -> Iterator[RunItem]:
         """Every ``RunItem`` of the run (optionally only the given item states), fetching pages lazily."""
         return iterate_pages(
             lambda cursor: self.list_items(run_id, limit=page_size, cursor=cursor, state=state)
         )
 
-    def pause(self, run_id: str, *, idempotency_key: str | None = None) -> Any:
+    def pause(self, run_id: str, *, idempotency_key: str | None = None) -> RunCommandAccepted:
         """Stop dispatching new items; ``RunStateConflict`` names the allowed commands when refused."""
         return self._api.pause_run(
             self._workspace_id, run_id, idempotency_key=new_idempotency_key(idempotency_key)
         )
 
-    def resume(self, run_id: str, *, idempotency_key: str | None = None) -> Any:
+    def resume(self, run_id: str, *, idempotency_key: str | None = None) -> RunCommandAccepted:
         return self._api.resume_run(
             self._workspace_id, run_id, idempotency_key=new_idempotency_key(idempotency_key)
         )
 
-    def cancel(self, run_id: str, *, reason: str | None = None, idempotency_key: str | None = None) -> Any:
+    def cancel(
+        self, run_id: str, *, reason: str | None = None, idempotency_key: str | None = None
+    ) -> RunCommandAccepted:
         """Cancel the run; items not yet dispatched end UNSENT."""
         return self._api.cancel_run(
             self._workspace_id,
@@ -169,7 +181,9 @@ class RunsClient(WorkspaceResource):
             cancel_run_request=build(CancelRunRequest, reason=reason),
         )
 
-    def change_concurrency(self, run_id: str, target: int, *, idempotency_key: str | None = None) -> Any:
+    def change_concurrency(
+        self, run_id: str, target: int, *, idempotency_key: str | None = None
+    ) -> RunCommandAccepted:
         """Set the target concurrency; outside the run's range: ``ValidationFailed`` with ``allowed_range``."""
         return self._api.change_run_concurrency(
             self._workspace_id,
@@ -178,14 +192,16 @@ class RunsClient(WorkspaceResource):
             idempotency_key=new_idempotency_key(idempotency_key),
         )
 
-    def get_command(self, run_id: str, command_id: str) -> Any:
+    def get_command(self, run_id: str, command_id: str) -> RunCommand:
         """A command's state: ACCEPTED → DELIVERED → APPLIED or REJECTED."""
         return self._api.get_run_command(self._workspace_id, run_id, command_id)
 
-    def list_artifacts(self, run_id: str, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def list_artifacts(
+        self, run_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> ArtifactPage:
         return self._api.list_run_artifacts(self._workspace_id, run_id, limit=limit, cursor=cursor)
 
-    def artifacts(self, run_id: str, *, page_size: int | None = None) -> Iterator[Any]:
+    def artifacts(self, run_id: str, *, page_size: int | None = None) -> Iterator[Artifact]:
         return iterate_pages(lambda cursor: self.list_artifacts(run_id, limit=page_size, cursor=cursor))
 
     def download_artifact(
@@ -220,13 +236,13 @@ class RunsClient(WorkspaceResource):
         after_sequence: int | None = None,
         limit: int | None = None,
         cursor: str | None = None,
-    ) -> Any:
+    ) -> RunEventPage:
         """One ``RunEventPage`` of stored events (for clients that cannot hold an event stream open)."""
         return self._api.list_run_events(
             self._workspace_id, run_id, limit=limit, cursor=cursor, after_sequence=after_sequence
         )
 
-    def resend_confirmation(self, run_id: str, outcomes: Sequence[str]) -> Any:
+    def resend_confirmation(self, run_id: str, outcomes: Sequence[str]) -> ResendConfirmation:
         """Count the source run's items with the given outcomes (FAILED, UNKNOWN, UNSENT) and get a token."""
         return self._api.create_resend_confirmation(
             self._workspace_id, run_id, build(ResendConfirmationRequest, outcomes=[*outcomes])
@@ -240,7 +256,7 @@ class RunsClient(WorkspaceResource):
         confirmation_token: str,
         reason: str | None = None,
         idempotency_key: str | None = None,
-    ) -> Any:
+    ) -> RunAccepted:
         """Start a new run (``RunAccepted``) over the source run's snapshot for the confirmed items."""
         return self._api.resend_run(
             self._workspace_id,

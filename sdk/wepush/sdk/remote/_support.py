@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 from ._errors import FieldError, InvalidRequest, InvalidResponse
@@ -26,6 +26,25 @@ __all__ = [
 Body = Any
 
 M = TypeVar("M")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class _PageInfo(Protocol):
+    @property
+    def has_more(self) -> bool: ...
+
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+class _Page(Protocol[T_co]):
+    """What every generated ``*Page`` model has: its ``items`` and the ``page`` cursor information."""
+
+    @property
+    def items(self) -> Sequence[T_co]: ...
+
+    @property
+    def page(self) -> _PageInfo: ...
 
 
 def new_idempotency_key(given: str | None) -> str:
@@ -75,7 +94,7 @@ def path_segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def iterate_pages(fetch: Callable[[str | None], Any]) -> Iterator[Any]:
+def iterate_pages(fetch: Callable[[str | None], _Page[T_co]]) -> Iterator[T_co]:
     """Follow ``page.nextCursor`` until ``hasMore`` is false, yielding every item once."""
     cursor: str | None = None
     while True:

@@ -4,19 +4,29 @@ Service says about itself (its version and its health probes)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import httpx
 
 from wepush_client import AgentsApi, HealthApi, ProvidersApi, WorkspacesApi
 from wepush_client.models import (
+    Agent,
+    AgentCredentialRotated,
     AgentCredentialRotation,
     AgentDisable,
+    AgentPage,
     EnrollmentTokenCreate,
+    EnrollmentTokenCreated,
     HealthStatus,
+    Provider,
+    ProviderPage,
+    ProviderSchemas,
     SystemInfo,
+    Workspace,
     WorkspaceCreate,
+    WorkspaceMember,
+    WorkspaceMemberPage,
     WorkspaceMemberRoleUpdate,
+    WorkspacePage,
     WorkspaceUpdate,
 )
 
@@ -35,30 +45,36 @@ class WorkspacesClient(Resource):
         super().__init__(session)
         self._api = self._generated(WorkspacesApi)
 
-    def create(self, workspace: Body, *, idempotency_key: str | None = None) -> Any:
+    def create(self, workspace: Body, *, idempotency_key: str | None = None) -> Workspace:
         return self._api.create_workspace(
             as_model(WorkspaceCreate, workspace), idempotency_key=new_idempotency_key(idempotency_key)
         )
 
-    def get(self, workspace_id: str) -> Any:
+    def get(self, workspace_id: str) -> Workspace:
         return self._api.get_workspace(workspace_id)
 
-    def list(self, *, limit: int | None = None, cursor: str | None = None, name: str | None = None) -> Any:
+    def list(
+        self, *, limit: int | None = None, cursor: str | None = None, name: str | None = None
+    ) -> WorkspacePage:
         return self._api.list_workspaces(limit=limit, cursor=cursor, name=name)
 
-    def iterate(self, *, name: str | None = None, page_size: int | None = None) -> Iterator[Any]:
+    def iterate(self, *, name: str | None = None, page_size: int | None = None) -> Iterator[Workspace]:
         return iterate_pages(lambda cursor: self.list(limit=page_size, cursor=cursor, name=name))
 
-    def update(self, workspace_id: str, update: Body) -> Any:
+    def update(self, workspace_id: str, update: Body) -> Workspace:
         return self._api.update_workspace(workspace_id, as_model(WorkspaceUpdate, update))
 
-    def list_members(self, workspace_id: str, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def list_members(
+        self, workspace_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> WorkspaceMemberPage:
         return self._api.list_workspace_members(workspace_id, limit=limit, cursor=cursor)
 
-    def iterate_members(self, workspace_id: str, *, page_size: int | None = None) -> Iterator[Any]:
+    def iterate_members(
+        self, workspace_id: str, *, page_size: int | None = None
+    ) -> Iterator[WorkspaceMember]:
         return iterate_pages(lambda cursor: self.list_members(workspace_id, limit=page_size, cursor=cursor))
 
-    def set_member_role(self, workspace_id: str, user_id: str, update: Body) -> Any:
+    def set_member_role(self, workspace_id: str, user_id: str, update: Body) -> WorkspaceMember:
         return self._api.put_workspace_member_role(
             workspace_id, user_id, as_model(WorkspaceMemberRoleUpdate, update)
         )
@@ -75,16 +91,16 @@ class ProvidersClient(Resource):
         super().__init__(session)
         self._api = self._generated(ProvidersApi)
 
-    def get(self, provider_id: str) -> Any:
+    def get(self, provider_id: str) -> Provider:
         return self._api.get_provider(provider_id)
 
-    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Any:
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> ProviderPage:
         return self._api.list_providers(limit=limit, cursor=cursor)
 
-    def iterate(self, *, page_size: int | None = None) -> Iterator[Any]:
+    def iterate(self, *, page_size: int | None = None) -> Iterator[Provider]:
         return iterate_pages(lambda cursor: self.list(limit=page_size, cursor=cursor))
 
-    def schemas(self, provider_id: str) -> Any:
+    def schemas(self, provider_id: str) -> ProviderSchemas:
         """The account and message JSON Schemas a client renders its forms from."""
         return self._api.get_provider_schemas(provider_id)
 
@@ -96,27 +112,29 @@ class AgentsClient(Resource):
         super().__init__(session)
         self._api = self._generated(AgentsApi)
 
-    def get(self, agent_id: str) -> Any:
+    def get(self, agent_id: str) -> Agent:
         return self._api.get_agent(agent_id)
 
     def list(
         self, *, limit: int | None = None, cursor: str | None = None, status: Sequence[str] | None = None
-    ) -> Any:
+    ) -> AgentPage:
         return self._api.list_agents(limit=limit, cursor=cursor, status=None if status is None else [*status])
 
-    def iterate(self, *, status: Sequence[str] | None = None, page_size: int | None = None) -> Iterator[Any]:
+    def iterate(
+        self, *, status: Sequence[str] | None = None, page_size: int | None = None
+    ) -> Iterator[Agent]:
         return iterate_pages(lambda cursor: self.list(limit=page_size, cursor=cursor, status=status))
 
-    def create_enrollment_token(self, request: Body | None = None) -> Any:
+    def create_enrollment_token(self, request: Body | None = None) -> EnrollmentTokenCreated:
         """A one-time enrollment token (returned once, in ``EnrollmentTokenCreated``)."""
         body = None if request is None else as_model(EnrollmentTokenCreate, request)
         return self._api.create_enrollment_token(enrollment_token_create=body)
 
-    def disable(self, agent_id: str, request: Body | None = None) -> Any:
+    def disable(self, agent_id: str, request: Body | None = None) -> Agent:
         body = None if request is None else as_model(AgentDisable, request)
         return self._api.disable_agent(agent_id, agent_disable=body)
 
-    def rotate_credential(self, agent_id: str, request: Body | None = None) -> Any:
+    def rotate_credential(self, agent_id: str, request: Body | None = None) -> AgentCredentialRotated:
         body = None if request is None else as_model(AgentCredentialRotation, request)
         return self._api.rotate_agent_credential(agent_id, agent_credential_rotation=body)
 
