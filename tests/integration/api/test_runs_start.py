@@ -190,6 +190,23 @@ async def test_a_token_confirmed_for_a_dry_run_cannot_start_a_real_send(tmp_path
         )
     assert confirmed["dryRun"] is True
     assert (refused.status_code, refused.json()["code"]) == (409, "CONFIRMATION_INVALID")
+    assert "it confirmed a dry run, not a real send" in refused.json()["detail"]
+
+
+async def test_a_token_confirmed_without_the_overrides_asked_for_says_what_may_differ(tmp_path: Path) -> None:
+    async with service(tmp_path) as app:
+        world = await seed_world(app)
+        confirmed = await confirm(app, world)
+        refused = await start(
+            app,
+            world,
+            {
+                "confirmationToken": confirmed["confirmationToken"],
+                "policyOverrides": {"concurrency": {"min": 1, "max": 2, "target": 1}},
+            },
+        )
+    assert (refused.status_code, refused.json()["code"]) == (409, "CONFIRMATION_INVALID")
+    assert "other policyOverrides than were confirmed" in refused.json()["detail"]
 
 
 async def test_a_forged_token_is_refused(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ A token is ``base64url(payload) "." base64url(HMAC-SHA-256(confirmation key, pay
   audience snapshot, provider version and the effective policies (or, for a resend, the outcomes and the
   matching item count),
 * ``e`` the expiry (epoch seconds),
-* ``n`` a random nonce, so that no two confirmations are the same token.
+* ``n`` a random nonce, so that no two confirmations are the same token,
+* ``d`` present (1) when a dry run was confirmed, only so that a refusal can say so (the digest binds it).
 
 The server recomputes the digest from the current resources when the start arrives, so any edit in between
 (or an expiry) refuses the start with CONFIRMATION_INVALID. A token starts one run: the run keeps its
@@ -37,9 +38,13 @@ RUN_PURPOSE: Final = "run"
 RESEND_PURPOSE: Final = "resend"
 #: Why a token no longer fits, by what it confirmed.
 _CHANGED: Final = {
-    RUN_PURPOSE: "the job, its account, message, audience or policies changed",
+    RUN_PURPOSE: (
+        "the start asks for other policyOverrides than were confirmed, or the job, its account, message,"
+        " audience or policies changed since"
+    ),
     RESEND_PURPOSE: "the outcomes asked for differ from the confirmed ones, or the run's items in them changed",
 }
+_DRY_RUN_CONFIRMED: Final = "it confirmed a dry run, not a real send"
 _DOMAIN: Final = b"wepush/confirmation/v1."
 _MIN_KEY_BYTES: Final = 32
 _MAX_TOKEN_CHARS: Final = 1024
@@ -88,9 +93,16 @@ class ConfirmationSigner:
         return hmac.new(self._key, _DOMAIN + payload_text.encode("ascii"), hashlib.sha256).digest()
 
     def issue(
-        self, *, purpose: str, workspace_id: str, subject_id: str, binding: str, expires_at: datetime
+        self,
+        *,
+        purpose: str,
+        workspace_id: str,
+        subject_id: str,
+        binding: str,
+        expires_at: datetime,
+        dry_run: bool = False,
     ) -> str:
-        payload = {
+        payload: dict[str, object] = {
             "v": 1,
             "p": purpose,
             "w": workspace_id,
@@ -100,6 +112,8 @@ class ConfirmationSigner:
             # Every confirmation is its own token (one token starts one run), even two in one second.
             "n": b64encode_unpadded(secrets.token_bytes(12)),
         }
+        if dry_run:
+            payload["d"] = 1
         text = b64encode_unpadded(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8"))
         return f"{text}.{b64encode_unpadded(self._tag(text))}"
 
@@ -128,4 +142,6 @@ class ConfirmationSigner:
         if now >= datetime.fromtimestamp(payload["e"], UTC):
             raise ConfirmationInvalid("expired")
         if not hmac.compare_digest(str(payload.get("b")), binding):
+            if payload.get("d") == 1:
+                raise ConfirmationInvalid(_DRY_RUN_CONFIRMED)
             raise ConfirmationInvalid(_CHANGED.get(purpose, "what it confirmed changed"))

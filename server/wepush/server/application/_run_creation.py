@@ -58,6 +58,7 @@ class RunCreation(RunUseCases):
             subject_id=job_id,
             binding=run_binding(job, snapshot),
             expires_at=expires_at,
+            dry_run=dry_run,
         )
         return RunConfirmationView(
             job=job,
