@@ -100,5 +100,6 @@ async def test_two_content_type_headers_are_refused(tmp_path: Path) -> None:
     assert response.headers["content-type"] == "application/problem+json"
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.json()["code"] == "VALIDATION_FAILED"
+    assert response.json()["title"] == "Request validation failed"  # as every other 400 says
     assert "Content-Type" in response.json()["detail"]
     assert listed["items"] == []

@@ -43,7 +43,7 @@ class MediaTypeMiddleware:
                 scope,
                 status=400,
                 code="VALIDATION_FAILED",
-                title="Validation failed",
+                title="Request validation failed",
                 detail="Content-Type: send the header once",
             )
             return
