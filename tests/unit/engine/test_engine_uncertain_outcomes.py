@@ -42,6 +42,11 @@ SMTP_LOST = SMTP_TABLE.fail("SMTP_CONNECTION_LOST", "connection dropped during D
 FEISHU_UNREACHABLE = FEISHU_TABLE.fail(FEISHU_TABLE.local("CONNECT_FAILED"), "cannot connect")
 SMTP_DISCONNECTED = SMTP_TABLE.fail("SMTP_DISCONNECTED", "closed the connection at RCPT")
 WECHAT_MP_TIMEOUT = WECHAT_MP_TABLE.fail(WECHAT_MP_TABLE.local("TIMEOUT"), "did not answer in time")
+HTTP_NO_CONNECTION = _http(
+    classify_exception(aiohttp.ConnectionTimeoutError(), "POST", "https://vendor.test")
+)
+FEISHU_NO_CONNECTION = FEISHU_TABLE.fail(FEISHU_TABLE.local("CONNECT_TIMEOUT"), "connecting timed out")
+SMTP_NO_CONNECTION = SMTP_TABLE.fail("SMTP_CONNECT_TIMEOUT", "connecting timed out")
 
 
 async def test_a_connection_lost_mid_request_ends_unknown_and_is_never_sent_again() -> None:
@@ -96,3 +101,33 @@ async def test_a_policy_that_names_unknown_may_retry_a_lost_connection() -> None
 
     [result] = h.results.results.values()
     assert (result.state, result.attempt) == (ItemState.SUCCEEDED, 2)
+
+
+async def test_a_connect_timeout_sent_nothing_so_it_is_retried_and_ends_failed() -> None:
+    """Before, a vendor that could not be reached in time left every item UNKNOWN ("may have been
+    delivered") and unretried, although no byte had left: a timeout while connecting is a NETWORK failure."""
+    h = Harness(count=4)
+    provider = FakeProviderFactory(
+        by_sequence={
+            1: [HTTP_NO_CONNECTION, OK],
+            2: [FEISHU_NO_CONNECTION, OK],
+            3: [SMTP_NO_CONNECTION, OK],
+            4: [HTTP_NO_CONNECTION] * 3,
+        },
+    )
+
+    summary = await h.run(provider)
+
+    results = {r.sequence: r for r in h.results.results.values()}
+    assert {n: (r.state, r.attempt) for n, r in results.items()} == {
+        1: (ItemState.SUCCEEDED, 2),
+        2: (ItemState.SUCCEEDED, 2),
+        3: (ItemState.SUCCEEDED, 2),
+        4: (ItemState.FAILED, 3),
+    }
+    assert (results[4].provider_code, results[4].error_category) == (
+        "HTTP_CONNECT_TIMEOUT",
+        ErrorCategory.NETWORK,
+    )
+    assert summary.unknown == 0
+    assert_accounted(summary, h)

@@ -83,7 +83,9 @@ HTTP_ERROR_TABLE: Mapping[str, ErrorMapping] = MappingProxyType(
             _row("HTTP_TLS_FAILED", C.NETWORK, False),
             _row("HTTP_CONNECTION_LOST", C.UNKNOWN, False),
             _row("HTTP_PROTOCOL_ERROR", C.UNKNOWN, False),
-            _row("HTTP_CONNECT_TIMEOUT", C.TIMEOUT, True),
+            # Nothing was sent: a failure to reach the vendor (retried, FAILED in the end), not a
+            # timeout that may hide a delivered message (never retried unless safe, UNKNOWN).
+            _row("HTTP_CONNECT_TIMEOUT", C.NETWORK, True),
             _row("HTTP_TIMEOUT", C.TIMEOUT, False),
             _row("HTTP_CANCELLED", C.CANCELLED, False),
             _row("HTTP_INTERNAL_ERROR", C.INTERNAL, False),

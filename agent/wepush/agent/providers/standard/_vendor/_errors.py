@@ -69,7 +69,8 @@ def transport_rows(prefix: str, *, timeout_retryable: bool = False) -> tuple[Err
             "the connection dropped mid-request; the message may have been delivered",
             retryable=False,
         ),
-        row(f"{p}_CONNECT_TIMEOUT", C.TIMEOUT, "connecting timed out; nothing was sent", retryable=True),
+        # NETWORK, not TIMEOUT: TIMEOUT says "may have been delivered" (UNKNOWN, retried only where safe).
+        row(f"{p}_CONNECT_TIMEOUT", C.NETWORK, "connecting timed out; nothing was sent", retryable=True),
         row(
             f"{p}_TIMEOUT",
             C.TIMEOUT,

@@ -26,7 +26,7 @@ SMTP_TABLE = ErrorTable(
         row(
             "SMTP_CONNECT_FAILED", C.NETWORK, "the server could not be reached or closed before the greeting"
         ),
-        row("SMTP_CONNECT_TIMEOUT", C.TIMEOUT, "connecting timed out; nothing was sent", retryable=True),
+        row("SMTP_CONNECT_TIMEOUT", C.NETWORK, "connecting timed out; nothing was sent", retryable=True),
         row(
             "SMTP_TLS_FAILED", C.NETWORK, "TLS handshake or certificate verification failed", retryable=False
         ),
