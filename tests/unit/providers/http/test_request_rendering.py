@@ -95,6 +95,18 @@ def test_header_injection_through_a_recipient_value_is_refused() -> None:
     with pytest.raises(RecipientValueError) as raised:
         render.render(fields(name="x\r\nX-Admin: 1"))
     assert raised.value.field == "X-Name"
+    # It names the header, not a recipient field called X-Name (there is none).
+    assert str(raised.value) == "header 'X-Name' would get a line break or NUL from the recipient's values"
+
+
+def test_a_query_value_with_a_line_break_is_refused_naming_the_parameter() -> None:
+    render = renderer({"baseUrl": "https://api.example.com"}, {"query": {"to": "{{name}}"}})
+
+    with pytest.raises(RecipientValueError) as raised:
+        render.render(fields(name="a\nb"))
+    assert (
+        str(raised.value) == "query parameter 'to' would get a line break or NUL from the recipient's values"
+    )
 
 
 def test_missing_field_is_reported_by_name() -> None:

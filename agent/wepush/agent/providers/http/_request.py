@@ -26,8 +26,9 @@ __all__ = ["RecipientFields", "RecipientValueError", "RenderedRequest", "Request
 class RecipientValueError(ValueError):
     """A Recipient value cannot be placed where the template puts it."""
 
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"recipient field {field!r} {reason}")
+    def __init__(self, field: str, reason: str, *, subject: str | None = None) -> None:
+        # ``subject`` names what the message would say when it is not the recipient field itself.
+        super().__init__(f"{subject or f'recipient field {field!r}'} {reason}")
         self.field = field
 
 
@@ -62,10 +63,15 @@ class RenderedRequest:
     body: bytes | None
 
 
-def _render_checked(template: Template, fields: Mapping[str, object], escaping: Escaping, name: str) -> str:
+def _render_checked(
+    template: Template, fields: Mapping[str, object], escaping: Escaping, name: str, place: str
+) -> str:
+    """``name`` is the header or query parameter the template fills (``place`` says which)."""
     text = template.render(fields, escaping)
     if escaping is Escaping.RAW and any(ch in text for ch in "\r\n\x00"):
-        raise RecipientValueError(name, "would put a line break into a header or query value")
+        raise RecipientValueError(
+            name, "a line break or NUL from the recipient's values", subject=f"{place} {name!r} would get"
+        )
     return text
 
 
@@ -139,7 +145,7 @@ class RequestRenderer:
                 else (self._path.literals[0])
             )
             dynamic_query = {
-                name: _render_checked(t, fields, Escaping.RAW, name)
+                name: _render_checked(t, fields, Escaping.RAW, name, "query parameter")
                 for name, t in self._query
                 if not t.is_constant
             }
@@ -148,7 +154,7 @@ class RequestRenderer:
         if self._dynamic_headers:
             dynamic = headers.copy()
             for name, template in self._dynamic_headers:
-                dynamic[name] = _render_checked(template, fields, Escaping.RAW, name)
+                dynamic[name] = _render_checked(template, fields, Escaping.RAW, name, "header")
             if credentials:
                 dynamic.update(self._credentials)
             headers = CIMultiDictProxy(dynamic)
