@@ -7,6 +7,7 @@ import base64
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -37,6 +38,7 @@ from ._http_support import (
     send,
     unused_loopback_port,
 )
+from .standard._smtp_server import make_pki
 
 C = ErrorCategory
 
@@ -309,6 +311,22 @@ async def test_cross_origin_redirect_drops_credentials(vendor: VendorServer) -> 
         assert result.success
         assert "Authorization" in vendor.requests[0].headers
         assert "Authorization" not in other.requests[0].headers
+
+
+async def test_a_redirect_from_https_to_http_is_refused(vendor: VendorServer, tmp_path: Path) -> None:
+    """Credentials are dropped on leaving the origin anyway, but a 307 would repeat the body (the
+    recipient's data) and the message's headers in plain text."""
+    pki = make_pki(tmp_path)
+    async with VendorServer(ssl_context=pki.server_context()) as secure:
+        secure.enqueue("/notify", ScriptedResponse(307, headers={"Location": vendor.url("/notify")}))
+        account = account_doc(secure.base_url, allowRedirects=True, tlsVerify=False)
+
+        async with http_session(account) as session:
+            result = await send(session)
+
+    assert (result.category, result.provider_code) == (C.INVALID_REQUEST, "HTTP_REDIRECT_REFUSED")
+    assert result.diagnostic == "redirect refused: from https to http"
+    assert (secure.request_count, vendor.request_count) == (1, 0)
 
 
 async def test_localhost_is_refused_without_the_test_setting(vendor: VendorServer) -> None:

@@ -49,6 +49,9 @@ _METADATA: frozenset[IPAddress] = frozenset(
     for a in (
         "169.254.169.254",  # AWS, GCP, Azure, OpenStack
         "169.254.170.2",  # AWS ECS task metadata
+        "169.254.170.23",  # AWS EKS Pod Identity agent
+        "169.254.0.23",  # Tencent Cloud
+        "168.63.129.16",  # Azure WireServer (a public address, so refused whatever the allow-list)
         "fd00:ec2::254",  # AWS IMDS over IPv6
         "100.100.100.200",  # Alibaba Cloud
     )

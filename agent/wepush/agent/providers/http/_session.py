@@ -218,6 +218,10 @@ class HttpProviderSession(ProviderSession):
                                 "HTTP_REDIRECT_NOT_FOLLOWED",
                                 f"HTTP {status} redirect not followed: Location is not a usable URL",
                             )
+                        if url.scheme == "https" and next_url.scheme != "https":
+                            # Credentials would be dropped (another origin), but a 307/308 body, the
+                            # message's own headers and the recipient's data would cross in plain text.
+                            return _fail("HTTP_REDIRECT_REFUSED", "redirect refused: from https to http")
                         method, body, headers = self._redirected(status, method, body, headers, url, next_url)
                         within_granted_origin = (
                             within_granted_origin and str(next_url.origin()) == self._renderer.origin

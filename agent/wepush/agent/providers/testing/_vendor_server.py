@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -72,10 +73,12 @@ class VendorServer:
         default: ScriptedResponse | None = None,
         record: bool = True,
         port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._default = default if default is not None else ScriptedResponse(200, json={"success": True})
         self._record = record
         self._port = port
+        self._ssl = ssl_context
         self._queues: dict[str, deque[ScriptedResponse]] = {}
         self._responder: Responder | None = None
         self._runner: web.AppRunner | None = None
@@ -89,7 +92,7 @@ class VendorServer:
     def base_url(self) -> str:
         if self._runner is None:
             raise RuntimeError("VendorServer is not started")
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._ssl is not None else 'http'}://127.0.0.1:{self.port}"
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -112,7 +115,7 @@ class VendorServer:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port, ssl_context=self._ssl)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
 
