@@ -47,6 +47,7 @@ HTTP_NO_CONNECTION = _http(
 )
 FEISHU_NO_CONNECTION = FEISHU_TABLE.fail(FEISHU_TABLE.local("CONNECT_TIMEOUT"), "connecting timed out")
 SMTP_NO_CONNECTION = SMTP_TABLE.fail("SMTP_CONNECT_TIMEOUT", "connecting timed out")
+SMTP_NO_AUTH_ANSWER = SMTP_TABLE.fail("SMTP_COMMAND_TIMEOUT", "did not answer AUTH in time")
 
 
 async def test_a_connection_lost_mid_request_ends_unknown_and_is_never_sent_again() -> None:
@@ -106,13 +107,14 @@ async def test_a_policy_that_names_unknown_may_retry_a_lost_connection() -> None
 async def test_a_connect_timeout_sent_nothing_so_it_is_retried_and_ends_failed() -> None:
     """Before, a vendor that could not be reached in time left every item UNKNOWN ("may have been
     delivered") and unretried, although no byte had left: a timeout while connecting is a NETWORK failure."""
-    h = Harness(count=4)
+    h = Harness(count=5)
     provider = FakeProviderFactory(
         by_sequence={
             1: [HTTP_NO_CONNECTION, OK],
             2: [FEISHU_NO_CONNECTION, OK],
             3: [SMTP_NO_CONNECTION, OK],
             4: [HTTP_NO_CONNECTION] * 3,
+            5: [SMTP_NO_AUTH_ANSWER, OK],  # before DATA: nothing was sent either
         },
     )
 
@@ -124,6 +126,7 @@ async def test_a_connect_timeout_sent_nothing_so_it_is_retried_and_ends_failed()
         2: (ItemState.SUCCEEDED, 2),
         3: (ItemState.SUCCEEDED, 2),
         4: (ItemState.FAILED, 3),
+        5: (ItemState.SUCCEEDED, 2),
     }
     assert (results[4].provider_code, results[4].error_category) == (
         "HTTP_CONNECT_TIMEOUT",

@@ -44,7 +44,7 @@ SMTP_TABLE = ErrorTable(
             retryable=False,
         ),
         row(
-            "SMTP_COMMAND_TIMEOUT", C.TIMEOUT, "the server did not answer in time before DATA", retryable=True
+            "SMTP_COMMAND_TIMEOUT", C.NETWORK, "the server did not answer in time before DATA", retryable=True
         ),
         row(
             "SMTP_THROTTLED", C.RATE_LIMITED, "the server is throttling or closing the session", "421", "454"
