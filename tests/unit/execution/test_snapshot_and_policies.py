@@ -228,6 +228,25 @@ def test_policies_map_to_the_engine_including_the_jitter_fraction() -> None:
     )
 
 
+def test_timeouts_are_retried_by_default_where_the_provider_declares_it_safe() -> None:
+    """The Service's default left TIMEOUT out, so a WeChat send that timed out (its vendor drops repeats by
+    client_msg_id) ended UNKNOWN after one attempt instead of being tried again."""
+    assert policies_from_json({}).retry.retry_on == frozenset(
+        {
+            ErrorCategory.RATE_LIMITED,
+            ErrorCategory.TEMPORARY_REMOTE,
+            ErrorCategory.NETWORK,
+            ErrorCategory.TIMEOUT,
+        }
+    )
+    assert normalize_policies({})["retry"]["retryOn"] == [
+        "NETWORK",
+        "RATE_LIMITED",
+        "TEMPORARY_REMOTE",
+        "TIMEOUT",
+    ]
+
+
 @pytest.mark.parametrize(
     ("doc", "path"),
     [

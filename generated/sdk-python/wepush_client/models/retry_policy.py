@@ -34,7 +34,7 @@ class RetryPolicy(BaseModel):
     max_delay: Optional[Annotated[str, Field(min_length=3, strict=True, max_length=32)]] = Field(default=None, description="ISO-8601 duration (days, hours, minutes, seconds), for example PT5S or P1DT2H.", alias="maxDelay", json_schema_extra={"examples": ["PT5S"]})
     multiplier: Optional[Union[Annotated[float, Field(le=10, strict=True, ge=1)], Annotated[int, Field(le=10, strict=True, ge=1)]]] = Field(default=None, json_schema_extra={"examples": [2]})
     jitter: Optional[Annotated[str, Field(min_length=3, strict=True, max_length=32)]] = Field(default=None, description="ISO-8601 duration (days, hours, minutes, seconds), for example PT5S or P1DT2H.", json_schema_extra={"examples": ["PT5S"]})
-    retry_on: Optional[List[ErrorCategory]] = Field(default=None, description="Error categories retried (defaults RATE_LIMITED, TEMPORARY_REMOTE, NETWORK).", alias="retryOn", json_schema_extra={"examples": [["RATE_LIMITED", "TEMPORARY_REMOTE", "NETWORK"]]})
+    retry_on: Optional[List[ErrorCategory]] = Field(default=None, description="Error categories retried (defaults RATE_LIMITED, TEMPORARY_REMOTE, NETWORK, TIMEOUT). TIMEOUT is retried only for providers that declare a repeated call safe; UNKNOWN (the message may have been delivered) only when listed here, and then for every provider.", alias="retryOn", json_schema_extra={"examples": [["RATE_LIMITED", "TEMPORARY_REMOTE", "NETWORK", "TIMEOUT"]]})
     __properties: ClassVar[List[str]] = ["maxAttempts", "initialDelay", "maxDelay", "multiplier", "jitter", "retryOn"]
 
     @field_validator('initial_delay', mode="before")

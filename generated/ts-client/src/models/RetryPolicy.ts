@@ -48,7 +48,7 @@ export interface RetryPolicy {
      */
     jitter?: string;
     /**
-     * Error categories retried (defaults RATE_LIMITED, TEMPORARY_REMOTE, NETWORK).
+     * Error categories retried (defaults RATE_LIMITED, TEMPORARY_REMOTE, NETWORK, TIMEOUT). TIMEOUT is retried only for providers that declare a repeated call safe; UNKNOWN (the message may have been delivered) only when listed here, and then for every provider.
      */
     retryOn?: Array<ErrorCategory>;
 }

@@ -1128,8 +1128,8 @@ class RetryPolicy(BaseModel):
     )
     retryOn: list[ErrorCategory] | None = Field(
         None,
-        description="Error categories retried (defaults RATE_LIMITED, TEMPORARY_REMOTE, NETWORK).",
-        examples=[["RATE_LIMITED", "TEMPORARY_REMOTE", "NETWORK"]],
+        description="Error categories retried (defaults RATE_LIMITED, TEMPORARY_REMOTE, NETWORK, TIMEOUT). TIMEOUT is retried only for providers that declare a repeated call safe; UNKNOWN (the message may have been delivered) only when listed here, and then for every provider.",
+        examples=[["RATE_LIMITED", "TEMPORARY_REMOTE", "NETWORK", "TIMEOUT"]],
     )
 
 

@@ -34,7 +34,9 @@ __all__ = [
     "policies_to_json",
 ]
 
-_DEFAULT_RETRY_ON = ("RATE_LIMITED", "TEMPORARY_REMOTE", "NETWORK")
+# TIMEOUT is in, as in the engine: it is retried only for providers that declare it safe (a vendor that
+# drops repeats, such as WeChat by client_msg_id), so the default costs no duplicate anywhere else.
+_DEFAULT_RETRY_ON = ("RATE_LIMITED", "TEMPORARY_REMOTE", "NETWORK", "TIMEOUT")
 
 
 class InvalidPolicies(DomainError):
