@@ -85,10 +85,14 @@ def normalise_phone(fields: Mapping[str, object], field: str) -> str:
         text = text[1:]
     elif text.startswith("00"):
         text = text[2:]
-    if text.startswith("86") and len(text) == 13:
+    # Country code 86 is mainland China (85x are others), and no mainland number starts with 8: whatever
+    # follows 86 must be a mainland number. Only a 13-digit one was stripped before, so a 10- or 12-digit
+    # "+86…" went out as an international number the vendor would bill and fail.
+    mainland = text.startswith("86")
+    if mainland:
         text = text[2:]
     # Eleven digits starting with 1 are a mainland number; country code 1 (NANP) also needs eleven.
-    valid = _MAINLAND.fullmatch(text) if text.startswith("1") else _INTERNATIONAL.fullmatch(text)
+    valid = _MAINLAND.fullmatch(text) if mainland or text.startswith("1") else _INTERNATIONAL.fullmatch(text)
     if not valid:
         raise RenderProblem("RECIPIENT_VALUE_INVALID", f"field {field!r} is not a valid mobile number")
     return text
