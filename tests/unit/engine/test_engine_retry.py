@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from wepush.agent.engine import (
+    CancelRun,
     ConcurrencyPolicy,
     ErrorCategory,
     ItemResult,
@@ -282,3 +283,23 @@ async def test_a_retry_the_deadline_rules_out_is_not_reported_as_a_retry() -> No
 
     assert [state for _, state, _ in observed.calls] == [ItemState.FAILED]
     assert observed.retries == []
+
+
+async def test_a_retry_cancelled_while_it_waits_is_not_reported_as_a_retry() -> None:
+    """QA saw the retries metric grow by 5 where the run made one retry: a retry was reported when it was
+    scheduled, before its wait, and a stop during the wait left it counted but never made."""
+    observed = _Observed()
+    h = Harness(count=1, observer=observed)
+    retry = RetryPolicy(max_attempts=3, initial_delay=timedelta(seconds=10), jitter=timedelta(0))
+    handle = await h.start(
+        FakeProviderFactory(default=_fail(ErrorCategory.TEMPORARY_REMOTE)), spec(policy=policies(retry=retry))
+    )
+    await h.clock.advance(1)  # the first call failed; its retry waits 10 s
+    assert [state for _, state, _ in observed.calls] == [ItemState.FAILED]
+
+    assert (await handle.submit(CancelRun("stop"))).accepted
+    summary = await h.clock.run(handle.completion())
+
+    assert len(observed.calls) == 1
+    assert observed.retries == []
+    assert summary.retried == 0

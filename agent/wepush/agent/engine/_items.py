@@ -155,8 +155,6 @@ class ItemExecutor:
                     delay = self._rules.delay(last[0], attempts).total_seconds()
                     if not self._fits_deadlines(delay, deadline):
                         break
-                    if self._observer is not None:
-                        self._observer.retrying(last[0].category)
                     self._gate.release()
                     holding = False
                     self.waiting += 1
@@ -235,6 +233,10 @@ class ItemExecutor:
                 attempts += 1
                 if attempts > 1:
                     self.retried += 1
+                    # Counted once made, like ``retried``: a retry the deadline or a stop cut off while
+                    # it waited was never made.
+                    if self._observer is not None and last is not None:
+                        self._observer.retrying(last[0].category)
                 last = called
         except BaseException:
             if holding:
