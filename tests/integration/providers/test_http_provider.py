@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.fixtures.blackhole import blackhole
 from wepush.agent.engine import ExecutionPolicies, MappingSecretResolver, RecipientRecord, SystemClock
 from wepush.agent.providers.http import HttpProviderFactory
 from wepush.agent.providers.http._auth import CredentialUnusable
@@ -311,6 +312,23 @@ async def test_cross_origin_redirect_drops_credentials(vendor: VendorServer) -> 
         assert result.success
         assert "Authorization" in vendor.requests[0].headers
         assert "Authorization" not in other.requests[0].headers
+
+
+async def test_a_request_timeout_that_runs_out_while_connecting_sent_nothing() -> None:
+    """With the request's timeout shorter than the connect timeout, it runs out while connecting to a
+    host that drops the SYNs: nothing was sent, so it is a connect timeout (NETWORK: retried, FAILED in
+    the end), not a timeout that may hide a delivered request (UNKNOWN)."""
+    with blackhole() as port:
+        account = account_doc(f"http://127.0.0.1:{port}", connectTimeout="PT5S", requestTimeout="PT1S")
+        async with http_session(account) as session:
+            result = await send(session)
+
+    assert (result.category, result.provider_code, result.retryable) == (
+        C.NETWORK,
+        "HTTP_CONNECT_TIMEOUT",
+        True,
+    )
+    assert result.diagnostic == f"connecting to http://127.0.0.1:{port} timed out"
 
 
 async def test_a_redirect_from_https_to_http_is_refused(vendor: VendorServer, tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from wepush.agent.providers.spi import CancellationToken
 EXPECTED = {
     "DEFAULT_SECRET_NAMESPACE",
     "ConfigError",
+    "Connecting",
+    "ConnectionMarkingConnector",
     "Draft202012",
     "RenderProblem",
     "RequestTimeouts",

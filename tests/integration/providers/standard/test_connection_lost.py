@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures.blackhole import blackhole
 from tests.integration.providers._dropping_server import DroppingServer
 from wepush.agent.engine import MappingSecretResolver, RecipientRecord
 from wepush.agent.providers.spi import ConfigDocument, ErrorCategory, ProviderResult
@@ -50,6 +51,31 @@ async def test_a_send_whose_connection_drops_after_the_request_is_an_unknown_out
         False,
     )
     assert [r.path for r in vendor.dropped] == [case.send_path], "the vendor has the message"
+
+
+@pytest.mark.parametrize("case", [c for c in HTTP_CASES if c.token_path is None], ids=str)
+async def test_a_request_timeout_that_runs_out_while_connecting_sent_nothing(case: HttpCase) -> None:
+    """A host that drops the SYNs and a request timeout shorter than the connect timeout: the request's
+    timer runs out first, while connecting. Nothing was sent: ``*_CONNECT_TIMEOUT`` (NETWORK), not
+    ``*_TIMEOUT`` ("the message may have been delivered")."""
+    with blackhole() as port:
+        message = case.message()
+        session = await open_session(
+            case.make_factory(f"http://127.0.0.1:{port}"),
+            case.account(connectTimeout="PT5S", requestTimeout="PT1S"),
+            message,
+            case.resolver(),
+        )
+        try:
+            result = await send(session, case.recipient(1), message)
+        finally:
+            await session.close()
+
+    assert (result.category, result.provider_code, result.retryable) == (
+        C.NETWORK,
+        f"{case.table.prefix}_CONNECT_TIMEOUT",
+        True,
+    )
 
 
 class DroppingSmtpServer:

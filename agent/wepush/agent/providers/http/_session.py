@@ -19,6 +19,7 @@ from yarl import URL
 
 from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.common import (
+    Connecting,
     RequestTimeouts,
     UnknownVariableError,
     await_cancellable,
@@ -188,12 +189,16 @@ class HttpProviderSession(ProviderSession):
         # back, not even to a redirect within the foreign origin.
         within_granted_origin = True
         hops = 0
+        progress = Connecting()
         try:
             while True:
                 timeout = self._timeouts.until(deadline, self._clock)
-                async with http.request(
-                    method, url, headers=headers, data=body, allow_redirects=False, timeout=timeout
-                ) as response:
+                progress = Connecting()  # per hop: each one connects anew (or reuses a connection)
+                with progress.watch():
+                    response = await http.request(
+                        method, url, headers=headers, data=body, allow_redirects=False, timeout=timeout
+                    )
+                async with response:
                     status = response.status
                     if status in _REDIRECT_STATUSES and not self._message.success.status_ok(status):
                         location = response.headers.get("Location")
@@ -236,7 +241,7 @@ class HttpProviderSession(ProviderSession):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return _from_transport(classify_exception(exc, method, origin))
+            return _from_transport(classify_exception(exc, method, origin, progress))
 
     def _redirected(
         self,

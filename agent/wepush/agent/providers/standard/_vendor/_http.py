@@ -20,7 +20,13 @@ import aiohttp
 from yarl import URL
 
 from wepush.agent.engine import ExecutionClock
-from wepush.agent.providers.common import RequestTimeouts, await_cancellable, read_capped
+from wepush.agent.providers.common import (
+    Connecting,
+    ConnectionMarkingConnector,
+    RequestTimeouts,
+    await_cancellable,
+    read_capped,
+)
 from wepush.agent.providers.spi import CancellationToken, ProviderResult
 
 from ._errors import ErrorTable
@@ -110,7 +116,7 @@ class VendorHttp:
         limit = max(1, settings.connection_limit)
         self._timeouts = RequestTimeouts(settings.connect_timeout, settings.request_timeout)
         self._http = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(
+            connector=ConnectionMarkingConnector(
                 limit=limit, limit_per_host=limit, keepalive_timeout=_KEEPALIVE_SECONDS
             ),
             timeout=self._timeouts.default,
@@ -148,23 +154,27 @@ class VendorHttp:
         self, request: OutboundRequest, deadline: datetime | None
     ) -> VendorResponse | ProviderResult:
         self.calls += 1
+        progress = Connecting()
         try:
-            async with self._http.request(
-                request.method,
-                request.url,
-                headers=dict(request.headers),
-                data=request.body,
-                allow_redirects=False,
-                timeout=self._timeouts.until(deadline, self._clock),
-            ) as response:
+            with progress.watch():
+                response = await self._http.request(
+                    request.method,
+                    request.url,
+                    headers=dict(request.headers),
+                    data=request.body,
+                    allow_redirects=False,
+                    timeout=self._timeouts.until(deadline, self._clock),
+                )
+            async with response:
                 body, truncated = await read_capped(response, self._settings.max_response_bytes)
                 return VendorResponse(response.status, dict(response.headers), body, truncated)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self.classify(exc, origin_of(request.url))
+            return self.classify(exc, origin_of(request.url), progress)
 
-    def classify(self, exc: BaseException, origin: str) -> ProviderResult:
+    def classify(self, exc: BaseException, origin: str, progress: Connecting | None = None) -> ProviderResult:
+        """``progress`` tells a timeout before any connection (nothing sent) from one after it."""
         table = self._table
         if isinstance(exc, aiohttp.ClientSSLError):
             return table.fail(table.local("TLS_FAILED"), f"TLS handshake with {origin} failed")
@@ -174,6 +184,8 @@ class VendorHttp:
             reason = exc.os_error.strerror or type(exc.os_error).__name__
             return table.fail(table.local("CONNECT_FAILED"), f"cannot connect to {origin}: {reason}")
         if isinstance(exc, TimeoutError):
+            if progress is not None and not progress.connected:
+                return table.fail(table.local("CONNECT_TIMEOUT"), f"connecting to {origin} timed out")
             return table.fail(table.local("TIMEOUT"), f"{origin} did not answer in time")
         if isinstance(
             exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | aiohttp.ClientOSError
