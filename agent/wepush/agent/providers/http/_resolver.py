@@ -4,7 +4,7 @@ aiohttp connects to exactly the addresses its resolver returns, so filtering her
 closes the DNS-rebinding gap that a "resolve, check, then let the client resolve
 again" design leaves open: the address that was checked is the address used.
 Literal IP hosts never reach a resolver in aiohttp; the session vets those itself
-before issuing the request (see ``_redirects.vet_url``).
+before issuing the request (see ``_transport.vet_url``).
 """
 
 from __future__ import annotations
