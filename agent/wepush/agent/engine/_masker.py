@@ -174,10 +174,13 @@ def _base64_cores(value: str) -> list[str]:
     cores = {whole}
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        skip = (4 * offset + 2) // 3  # the characters a neighbour's bytes before it reach
         complete = encoded[: 4 * ((offset + len(data)) // 3)]  # groups with no neighbour's bytes after
-        core = complete[(4 * offset + 2) // 3 :]  # after the characters a neighbour's bytes reach
-        if len(core) >= _MIN_BASE64_CORE:
-            cores.add(core)
+        for core in (complete[skip:], encoded[skip:]):
+            # The second ends the encoded value: its last group, padded, holds the value's last bytes
+            # alone (a "Basic base64(user:password)" whose password ends it), and must go too.
+            if len(core) >= _MIN_BASE64_CORE:
+                cores.add(core)
     for core in sorted(cores, key=len, reverse=True):
         patterns.append("".join(_BASE64_CHAR.get(char, re.escape(char)) for char in core))
     return patterns
