@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
 
+from tests.fixtures.blackhole import blackhole
 from wepush.agent.engine import (
     ConcurrencyPolicy,
     ErrorCategory,
@@ -14,6 +17,7 @@ from wepush.agent.engine import (
     RetryPolicy,
     RunExecutionSpec,
     RunState,
+    TimeoutPolicy,
 )
 from wepush.agent.engine.testing import InMemoryEventSink, InMemoryResultSink
 from wepush.agent.providers.testing import ScriptedResponse, VendorServer
@@ -102,3 +106,33 @@ async def test_vendor_rejecting_credentials_fails_the_run_fast() -> None:
     assert vendor.request_count < 2000
     assert {r.error_category for r in failed} == {ErrorCategory.AUTHENTICATION}
     assert not [r for r in failed if r.diagnostic and TOKEN in r.diagnostic]
+
+
+async def test_an_item_deadline_while_connecting_to_a_silent_host_fails_the_item_as_not_sent() -> None:
+    """The engine's item deadline cut the call off before the HTTP provider's own connect timeout: the
+    provider had said it sent nothing yet, so the item is FAILED (NETWORK), not UNKNOWN."""
+    results = InMemoryResultSink()
+    engine = (
+        WePushEngine.builder()
+        .provider(LOOPBACK_FACTORY)
+        .secret_resolver(SECRETS)
+        .result_sink(results)
+        .build()
+    )
+    with blackhole() as port:
+        spec = run_spec("run-silent", f"http://127.0.0.1:{port}")
+        spec = replace(
+            spec,
+            account_config=account_doc(
+                f"http://127.0.0.1:{port}", connectTimeout="PT10S", requestTimeout="PT30S"
+            ),
+            policies=replace(spec.policies, timeout=TimeoutPolicy(item=timedelta(seconds=1))),
+        )
+        async with engine:
+            handle = await engine.start(spec, audience(2))
+            summary = await handle.completion()
+
+    assert (summary.failed, summary.unknown) == (2, 0)
+    assert {(r.state, r.error_category, r.provider_code) for r in results.results.values()} == {
+        (ItemState.FAILED, ErrorCategory.NETWORK, "ITEM_DEADLINE_EXCEEDED")
+    }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from wepush.agent.engine import (
     CancelRun,
     ConcurrencyPolicy,
@@ -154,6 +156,49 @@ async def test_an_item_deadline_hit_by_a_silent_provider_is_a_timeout_with_unkno
     assert result.provider_code == "ITEM_DEADLINE_EXCEEDED"
     assert result.latency_ms == 20_000
     assert summary.final_state is RunState.FAILED
+
+
+@pytest.mark.parametrize(
+    ("sent", "state", "category"),
+    [
+        (False, ItemState.FAILED, ErrorCategory.NETWORK),  # still connecting: nothing went out
+        (True, ItemState.UNKNOWN, ErrorCategory.TIMEOUT),  # connected: the message may be there
+        (None, ItemState.UNKNOWN, ErrorCategory.TIMEOUT),  # a provider that tells nothing
+    ],
+)
+async def test_an_item_deadline_that_cuts_off_a_call_which_sent_nothing_is_a_failure(
+    sent: bool | None, state: ItemState, category: ErrorCategory
+) -> None:
+    """QA: a vendor host that drops connections and an item deadline shorter than the connect timeout
+    left every item UNKNOWN ("may have been delivered") although nothing had been sent."""
+    h = Harness(count=1)
+    run_spec = spec(policy=policies(timeout=TimeoutPolicy(item=timedelta(seconds=20))))
+    await h.run(FakeProviderFactory(default=Hang(sent=sent), honour_cancellation=False), run_spec)
+
+    result = _one_result(h)
+    assert (result.state, result.error_category, result.provider_code) == (
+        state,
+        category,
+        "ITEM_DEADLINE_EXCEEDED",
+    )
+    if sent is False:
+        assert (
+            result.diagnostic
+            == "the item deadline passed before the call reached the vendor; nothing was sent"
+        )
+
+
+async def test_a_run_deadline_that_cuts_off_a_call_which_sent_nothing_is_a_failure() -> None:
+    h = Harness(count=1)
+    run_spec = spec(policy=policies(timeout=TimeoutPolicy(item=None, run=timedelta(seconds=30))))
+    await h.run(FakeProviderFactory(default=Hang(sent=False), honour_cancellation=False), run_spec)
+
+    result = _one_result(h)
+    assert (result.state, result.error_category, result.provider_code) == (
+        ItemState.FAILED,
+        ErrorCategory.NETWORK,
+        "RUN_DEADLINE_EXCEEDED",
+    )
 
 
 async def test_permanent_categories_fail_at_once_and_internal_is_retried_only_on_request() -> None:

@@ -12,7 +12,7 @@ from ._deadlines import DeadlineTimers
 from ._enums import ErrorCategory, ItemState
 from ._hotpath import send_request
 from ._ports import ExecutionClock, ExecutionObserver
-from ._provider import CancellationToken, ProviderSendRequest, ProviderSession
+from ._provider import _PROGRESS_UNTOLD, CancellationToken, ProviderSendRequest, ProviderSession
 from ._ratelimit import RateLimiter
 from ._recipients import RecipientRecord
 from ._results import ProviderResult
@@ -27,6 +27,10 @@ _RUN_DEADLINE = "RUN_DEADLINE_EXCEEDED"
 _DEADLINE_MESSAGES = {
     _ITEM_DEADLINE: "the item deadline passed before the provider answered",
     _RUN_DEADLINE: "the run deadline passed before the provider answered",
+}
+_UNSENT_DEADLINE_MESSAGES = {
+    _ITEM_DEADLINE: "the item deadline passed before the call reached the vendor; nothing was sent",
+    _RUN_DEADLINE: "the run deadline passed before the call reached the vendor; nothing was sent",
 }
 
 
@@ -50,6 +54,7 @@ class _Flight(CancellationToken):
         self._reason = None
         self._callbacks = None
         self._event = None
+        self._progress = _PROGRESS_UNTOLD
         # Set only while the provider is being awaited: a call still waiting for its session or for a
         # resume has not reached the provider, and a deadline must not cancel the wait itself.
         self.task: asyncio.Task[Any] | None = None
@@ -277,7 +282,9 @@ class ItemExecutor:
             # down) keeps propagating.
             if (flight.cut is None and not flight.cancelled) or task.uncancel() > base:
                 raise
-            return _timeout(flight.cut) if flight.cut is not None else _cancelled()
+            if flight.cut is None:
+                return _cancelled()
+            return _timeout(flight.cut) if not flight.nothing_sent else _not_reached(flight.cut)
         except Exception as error:
             if flight.cut is not None:
                 task.uncancel()
@@ -312,3 +319,10 @@ def _cancelled() -> tuple[ProviderResult, ItemState]:
 def _timeout(code: str) -> tuple[ProviderResult, ItemState]:
     failure = ProviderResult.failure(ErrorCategory.TIMEOUT, code, _DEADLINE_MESSAGES[code])
     return failure, ItemState.UNKNOWN
+
+
+def _not_reached(code: str) -> tuple[ProviderResult, ItemState]:
+    """A deadline cut the call off while the provider said it had sent nothing (connecting): FAILED, as
+    a vendor that could not be reached in time is, never UNKNOWN."""
+    failure = ProviderResult.failure(ErrorCategory.NETWORK, code, _UNSENT_DEADLINE_MESSAGES[code])
+    return failure, ItemState.FAILED

@@ -143,10 +143,21 @@ class ConnectionTestResult:
     configuration and secrets are valid, nothing was sent to the vendor."""
 
 
-class CancellationToken:
-    """Tells a provider call to give up. Cancellation is cooperative and one-way."""
+#: What a provider said of its call's progress (``CancellationToken.nothing_sent_yet``/``sending``).
+_PROGRESS_UNTOLD, _PROGRESS_UNSENT, _PROGRESS_SENDING = 0, 1, 2
 
-    __slots__ = ("_callbacks", "_cancelled", "_event", "_reason")
+
+class CancellationToken:
+    """Tells a provider call to give up. Cancellation is cooperative and one-way.
+
+    A provider may also tell how far its call got, so that a deadline which cuts the call off can say
+    whether anything was sent: ``nothing_sent_yet()`` as the call starts, ``sending()`` from the moment
+    anything may reach the vendor (a connection is open, a byte is about to be written). A call cut off
+    while it still had sent nothing ends FAILED, not UNKNOWN; a provider that tells nothing is taken to
+    have maybe sent. Both are called from the event loop's thread, like the deadline itself.
+    """
+
+    __slots__ = ("_callbacks", "_cancelled", "_event", "_progress", "_reason")
 
     def __init__(self) -> None:
         self._cancelled = False
@@ -154,6 +165,7 @@ class CancellationToken:
         # Created on the first add_callback: most tokens are never subscribed to, let alone cancelled.
         self._callbacks: list[Callable[[], None]] | None = None
         self._event: asyncio.Event | None = None
+        self._progress = _PROGRESS_UNTOLD
 
     @property
     def cancelled(self) -> bool:
@@ -162,6 +174,21 @@ class CancellationToken:
     @property
     def reason(self) -> str | None:
         return self._reason
+
+    def nothing_sent_yet(self) -> None:
+        """The call has sent nothing so far. Has no effect once ``sending()`` was said: it is for the start
+        of a call, and a call that may have sent once stays so."""
+        if self._progress == _PROGRESS_UNTOLD:
+            self._progress = _PROGRESS_UNSENT
+
+    def sending(self) -> None:
+        """From now on the call may reach the vendor."""
+        self._progress = _PROGRESS_SENDING
+
+    @property
+    def nothing_sent(self) -> bool:
+        """Whether the provider said the call has sent nothing (and has not said it is sending since)."""
+        return self._progress == _PROGRESS_UNSENT
 
     def cancel(self, reason: str | None = None) -> None:
         """Signal cancellation; later calls are no-ops. Callback errors never reach the canceller."""

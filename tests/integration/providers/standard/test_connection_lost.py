@@ -15,7 +15,7 @@ import pytest
 from tests.fixtures.blackhole import blackhole
 from tests.integration.providers._dropping_server import DroppingServer
 from wepush.agent.engine import MappingSecretResolver, RecipientRecord
-from wepush.agent.providers.spi import ConfigDocument, ErrorCategory, ProviderResult
+from wepush.agent.providers.spi import CancellationToken, ConfigDocument, ErrorCategory, ProviderResult
 from wepush.agent.providers.standard import SmtpProviderFactory
 from wepush.agent.providers.testing import RecordedRequest, ScriptedResponse
 
@@ -76,6 +76,37 @@ async def test_a_request_timeout_that_runs_out_while_connecting_sent_nothing(cas
         f"{case.table.prefix}_CONNECT_TIMEOUT",
         True,
     )
+
+
+@pytest.mark.parametrize("case", [c for c in HTTP_CASES if c.token_path is None], ids=str)
+async def test_a_call_tells_its_token_it_sent_nothing_until_it_has_a_connection(case: HttpCase) -> None:
+    """What the engine reads when its deadline cuts a call off: nothing sent while still connecting (the
+    item is FAILED), maybe sent once connected (UNKNOWN)."""
+    message = case.message()
+    with blackhole() as port:
+        session = await open_session(
+            case.make_factory(f"http://127.0.0.1:{port}"), case.account(), message, case.resolver()
+        )
+        token = CancellationToken()
+        try:
+            call = asyncio.create_task(send(session, case.recipient(1), message, token))
+            await asyncio.sleep(0.3)
+            assert token.nothing_sent
+            token.cancel("the item deadline")
+            await call
+        finally:
+            await session.close()
+
+    async with DroppingServer(lambda _: None) as vendor:
+        session = await open_session(
+            case.make_factory(vendor.base_url), case.account(), message, case.resolver()
+        )
+        token = CancellationToken()
+        try:
+            await send(session, case.recipient(1), message, token)
+        finally:
+            await session.close()
+    assert not token.nothing_sent
 
 
 class DroppingSmtpServer:

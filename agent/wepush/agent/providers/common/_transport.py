@@ -17,7 +17,7 @@ from aiohttp.client_reqrep import ClientRequest
 from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 
-from wepush.agent.engine import ExecutionClock
+from wepush.agent.engine import CancellationToken, ExecutionClock
 
 __all__ = ["Connecting", "ConnectionMarkingConnector", "RequestTimeouts", "read_capped"]
 
@@ -32,10 +32,18 @@ class Connecting:
     :class:`ConnectionMarkingConnector`.
     """
 
-    __slots__ = ("connected",)
+    __slots__ = ("_token", "connected")
 
-    def __init__(self) -> None:
+    def __init__(self, token: CancellationToken | None = None) -> None:
+        """With the call's ``token``, the connection also tells the engine the call may now reach the
+        vendor (``CancellationToken.sending``), so a deadline before it ends the item as not sent."""
         self.connected = False
+        self._token = token
+
+    def mark_connected(self) -> None:
+        self.connected = True
+        if self._token is not None:
+            self._token.sending()
 
     @contextlib.contextmanager
     def watch(self) -> Iterator[Connecting]:
@@ -65,7 +73,7 @@ class ConnectionMarkingConnector(aiohttp.TCPConnector):
         connection = await super().connect(req, traces, timeout)
         watched = _WATCHED.get()
         if watched is not None:
-            watched.connected = True
+            watched.mark_connected()
         return connection
 
 

@@ -37,7 +37,13 @@ __all__ = ["FakeProviderFactory", "FakeSession", "Hang", "Outcome"]
 
 @dataclass(frozen=True, slots=True)
 class Hang:
-    """The call never answers by itself: it ends only through the cancellation token or an abort."""
+    """The call never answers by itself: it ends only through the cancellation token or an abort.
+
+    ``sent`` is what the call tells its token first: ``False`` that it has sent nothing (still
+    connecting), ``True`` that it may have (``nothing_sent_yet`` then ``sending``), ``None`` nothing.
+    """
+
+    sent: bool | None = None
 
 
 Outcome = ProviderResult | Exception | Hang
@@ -193,6 +199,10 @@ class FakeSession(ProviderSession):
             if latency > 0 and not await self._wait(self.context.clock.sleep(latency), token):
                 return _cancelled()
             if isinstance(outcome, Hang):
+                if outcome.sent is not None:
+                    token.nothing_sent_yet()
+                    if outcome.sent:
+                        token.sending()
                 if factory.honour_cancellation:
                     await token.wait()
                     return _cancelled()

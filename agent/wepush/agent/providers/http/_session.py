@@ -140,7 +140,7 @@ class HttpProviderSession(ProviderSession):
             return ProviderResult.ok("DRY_RUN", diagnostic=f"{rendered.method} rendered, not sent (dry run)")
         return await await_cancellable(
             token,
-            lambda: self._exchange(http, rendered, request.deadline),
+            lambda: self._exchange(http, rendered, request.deadline, token),
             lambda: _fail("HTTP_CANCELLED", "cancelled while the request was in flight"),
         )
 
@@ -180,7 +180,11 @@ class HttpProviderSession(ProviderSession):
             return _fail("HTTP_RECIPIENT_VALUE_INVALID", str(exc)[:200])
 
     async def _exchange(
-        self, http: aiohttp.ClientSession, rendered: RenderedRequest, deadline: datetime | None
+        self,
+        http: aiohttp.ClientSession,
+        rendered: RenderedRequest,
+        deadline: datetime | None,
+        token: CancellationToken,
     ) -> ProviderResult:
         method, url, body = rendered.method, rendered.url, rendered.body
         headers: CIMultiDictProxy[str] | CIMultiDict[str] = rendered.headers
@@ -189,11 +193,12 @@ class HttpProviderSession(ProviderSession):
         # back, not even to a redirect within the foreign origin.
         within_granted_origin = True
         hops = 0
-        progress = Connecting()
+        token.nothing_sent_yet()  # until the first hop has a connection
+        progress = Connecting(token)
         try:
             while True:
                 timeout = self._timeouts.until(deadline, self._clock)
-                progress = Connecting()  # per hop: each one connects anew (or reuses a connection)
+                progress = Connecting(token)  # per hop: each one connects anew (or reuses a connection)
                 with progress.watch():
                     response = await http.request(
                         method, url, headers=headers, data=body, allow_redirects=False, timeout=timeout

@@ -144,17 +144,19 @@ class VendorHttp:
         table = self._table
         if token is not None and token.cancelled:
             return table.fail(table.local("CANCELLED"), "cancelled before the call")
+        if token is not None:
+            token.nothing_sent_yet()  # a message call (token fetches pass none): until it connects
         return await await_cancellable(
             token,
-            lambda: self._call(request, deadline),
+            lambda: self._call(request, deadline, token),
             lambda: table.fail(table.local("CANCELLED"), "cancelled while the call was in flight"),
         )
 
     async def _call(
-        self, request: OutboundRequest, deadline: datetime | None
+        self, request: OutboundRequest, deadline: datetime | None, token: CancellationToken | None = None
     ) -> VendorResponse | ProviderResult:
         self.calls += 1
-        progress = Connecting()
+        progress = Connecting(token)
         try:
             with progress.watch():
                 response = await self._http.request(
