@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -15,6 +16,7 @@ from wepush.agent.engine import (
     MappingSecretResolver,
     RecipientRecord,
     SystemClock,
+    TimeoutPolicy,
 )
 from wepush.agent.providers.http import HttpProviderFactory, HttpProviderSession
 from wepush.agent.providers.spi import (
@@ -69,6 +71,11 @@ def recipient(item: int = 1, **fields: Any) -> RecipientRecord:
     return RecipientRecord.of(f"item-{item}", item, values)
 
 
+def _policies(concurrency: int, timeouts: TimeoutPolicy | None) -> ExecutionPolicies:
+    policies = ExecutionPolicies(concurrency=ConcurrencyPolicy(min=1, max=concurrency, target=concurrency))
+    return policies if timeouts is None else replace(policies, timeout=timeouts)
+
+
 @asynccontextmanager
 async def http_session(
     account: ConfigDocument,
@@ -77,13 +84,14 @@ async def http_session(
     factory: HttpProviderFactory = LOOPBACK_FACTORY,
     dry_run: bool = False,
     concurrency: int = 8,
+    timeouts: TimeoutPolicy | None = None,
 ) -> AsyncIterator[HttpProviderSession]:
     context = ProviderOpenContext(
         run_id="run-1",
         account_config=account,
         message_config=message if message is not None else message_doc(),
         secrets=SECRETS,
-        policies=ExecutionPolicies(concurrency=ConcurrencyPolicy(min=1, max=concurrency, target=concurrency)),
+        policies=_policies(concurrency, timeouts),
         dry_run=dry_run,
         clock=SystemClock(),
     )

@@ -13,7 +13,13 @@ from urllib.parse import quote
 import pytest
 
 from tests.fixtures.blackhole import blackhole
-from wepush.agent.engine import ExecutionPolicies, MappingSecretResolver, RecipientRecord, SystemClock
+from wepush.agent.engine import (
+    ExecutionPolicies,
+    MappingSecretResolver,
+    RecipientRecord,
+    SystemClock,
+    TimeoutPolicy,
+)
 from wepush.agent.providers.http import HttpProviderFactory
 from wepush.agent.providers.http._auth import CredentialUnusable
 from wepush.agent.providers.http._config import ConfigError
@@ -329,6 +335,17 @@ async def test_a_request_timeout_that_runs_out_while_connecting_sent_nothing() -
         True,
     )
     assert result.diagnostic == f"connecting to http://127.0.0.1:{port} timed out"
+
+
+async def test_the_jobs_connect_timeout_caps_the_accounts() -> None:
+    """``policies.timeout.connect`` was accepted, shown with every job and used by nothing."""
+    with blackhole() as port:
+        account = account_doc(f"http://127.0.0.1:{port}", connectTimeout="PT60S", requestTimeout="PT120S")
+        capped = TimeoutPolicy(item=None, connect=timedelta(seconds=1))
+        async with asyncio.timeout(30), http_session(account, timeouts=capped) as session:  # a hang guard
+            result = await send(session)
+
+    assert (result.category, result.provider_code) == (C.NETWORK, "HTTP_CONNECT_TIMEOUT")
 
 
 async def test_a_redirect_from_https_to_http_is_refused(vendor: VendorServer, tmp_path: Path) -> None:

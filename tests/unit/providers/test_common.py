@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
 import wepush.agent.providers.common as common
-from wepush.agent.providers.common import await_cancellable
+from wepush.agent.engine import ExecutionPolicies, TimeoutPolicy
+from wepush.agent.providers.common import await_cancellable, connect_timeout_for
 from wepush.agent.providers.spi import CancellationToken
 
 EXPECTED = {
@@ -22,6 +24,7 @@ EXPECTED = {
     "TemplateSyntaxError",
     "UnknownVariableError",
     "await_cancellable",
+    "connect_timeout_for",
     "duration_field",
     "failed_preview",
     "most_specific",
@@ -69,3 +72,12 @@ async def test_the_engines_own_task_cancellation_keeps_propagating() -> None:
     with pytest.raises(asyncio.CancelledError):
         await call
     assert not token.cancelled
+
+
+def test_a_jobs_connect_timeout_caps_the_accounts_and_never_lengthens_it() -> None:
+    def policies(connect: timedelta | None) -> ExecutionPolicies:
+        return ExecutionPolicies(timeout=TimeoutPolicy(connect=connect))
+
+    assert connect_timeout_for(timedelta(seconds=10), policies(timedelta(seconds=2))) == timedelta(seconds=2)
+    assert connect_timeout_for(timedelta(seconds=3), policies(timedelta(seconds=5))) == timedelta(seconds=3)
+    assert connect_timeout_for(timedelta(seconds=3), policies(None)) == timedelta(seconds=3)

@@ -28,7 +28,7 @@ export interface TimeoutPolicy {
      */
     run?: string;
     /**
-     * ISO-8601 duration (days, hours, minutes, seconds), for example PT5S or P1DT2H.
+     * Caps the connect timeout of the account's provider for this job's runs: the shorter of this and the account's connectTimeout applies (a job may give up sooner than its account, never later).
      */
     connect?: string;
 }

@@ -19,7 +19,13 @@ from ._preview import failed_preview
 from ._retry_after import parse_retry_after
 from ._schema_rules import Draft202012, most_specific, value_free_rule, violation_path, with_ecma_pattern
 from ._template import RenderProblem, Template, TemplateSyntaxError, UnknownVariableError, scalar_text
-from ._transport import Connecting, ConnectionMarkingConnector, RequestTimeouts, read_capped
+from ._transport import (
+    Connecting,
+    ConnectionMarkingConnector,
+    RequestTimeouts,
+    connect_timeout_for,
+    read_capped,
+)
 
 __all__ = [
     "DEFAULT_SECRET_NAMESPACE",
@@ -33,6 +39,7 @@ __all__ = [
     "TemplateSyntaxError",
     "UnknownVariableError",
     "await_cancellable",
+    "connect_timeout_for",
     "duration_field",
     "failed_preview",
     "most_specific",

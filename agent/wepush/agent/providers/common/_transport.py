@@ -17,9 +17,22 @@ from aiohttp.client_reqrep import ClientRequest
 from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 
-from wepush.agent.engine import CancellationToken, ExecutionClock
+from wepush.agent.engine import CancellationToken, ExecutionClock, ExecutionPolicies
 
-__all__ = ["Connecting", "ConnectionMarkingConnector", "RequestTimeouts", "read_capped"]
+__all__ = [
+    "Connecting",
+    "ConnectionMarkingConnector",
+    "RequestTimeouts",
+    "connect_timeout_for",
+    "read_capped",
+]
+
+
+def connect_timeout_for(configured: timedelta, policies: ExecutionPolicies) -> timedelta:
+    """The account's connect timeout, capped by the job's ``policies.timeout.connect``: the account says
+    how long its vendor may take, a job may ask to give up sooner (never later)."""
+    cap = policies.timeout.connect
+    return configured if cap is None else min(configured, cap)
 
 
 class Connecting:

@@ -10,7 +10,7 @@ from functools import cached_property
 
 from aiohttp.abc import AbstractResolver
 
-from wepush.agent.providers.common import Connecting
+from wepush.agent.providers.common import Connecting, connect_timeout_for
 from wepush.agent.providers.spi import (
     ConfigDocument,
     ConnectionTestResult,
@@ -94,6 +94,9 @@ class HttpProviderFactory:
         )
         message = parse_message(context.message_config, self._descriptor.schemas.message)
         auth = await AuthHeaders.resolve(account.auth, context.secrets)
+        account = replace(
+            account, connect_timeout=connect_timeout_for(account.connect_timeout, context.policies)
+        )
         settings = self._settings(account, context.policies.concurrency.max)
         http = None if context.dry_run else open_client_session(settings)
         return HttpProviderSession(

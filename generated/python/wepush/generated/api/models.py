@@ -1155,7 +1155,7 @@ class TimeoutPolicy(BaseModel):
     )
     connect: str | None = Field(
         None,
-        description="ISO-8601 duration (days, hours, minutes, seconds), for example PT5S or P1DT2H.",
+        description="Caps the connect timeout of the account's provider for this job's runs: the shorter of this and the account's connectTimeout applies (a job may give up sooner than its account, never later).",
         examples=["PT5S"],
         max_length=32,
         min_length=3,

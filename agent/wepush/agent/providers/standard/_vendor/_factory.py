@@ -11,8 +11,8 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 
 from yarl import URL
 
-from wepush.agent.engine import ExecutionClock, SystemClock
-from wepush.agent.providers.common import ConfigError
+from wepush.agent.engine import ExecutionClock, ExecutionPolicies, SystemClock
+from wepush.agent.providers.common import ConfigError, connect_timeout_for
 from wepush.agent.providers.spi import (
     ConfigDocument,
     ConnectionTestResult,
@@ -129,10 +129,12 @@ class HttpVendorFactory(StandardFactory[VendorAccountT, MessageT]):
         """A side-effect-free call proving the credentials work; ``None`` when the vendor has none."""
         return None
 
-    def _settings(self, account: VendorAccountT, concurrency: int) -> HttpSettings:
+    def _settings(self, account: VendorAccountT, policies: ExecutionPolicies) -> HttpSettings:
         declared = self.descriptor().concurrency_limit
+        concurrency = policies.concurrency.max
         limit = min(concurrency, declared) if declared is not None else concurrency
-        return HttpSettings(account.connect_timeout, account.request_timeout, max(1, limit))
+        connect = connect_timeout_for(account.connect_timeout, policies)
+        return HttpSettings(connect, account.request_timeout, max(1, limit))
 
     async def open(self, context: ProviderOpenContext) -> ProviderSession:
         """Open a Run's session; a dry run renders and signs nothing remote and opens no connection."""
@@ -143,9 +145,7 @@ class HttpVendorFactory(StandardFactory[VendorAccountT, MessageT]):
         try:
             self.check_credentials(account, credentials)
             if not context.dry_run:
-                http = VendorHttp(
-                    self._settings(account, context.policies.concurrency.max), self.table, context.clock
-                )
+                http = VendorHttp(self._settings(account, context.policies), self.table, context.clock)
             return self.create_session(account, message, credentials, http, context.clock)
         except BaseException:
             credentials.forget()

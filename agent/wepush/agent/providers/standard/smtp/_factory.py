@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 from typing import ClassVar
 
+from wepush.agent.providers.common import connect_timeout_for
 from wepush.agent.providers.spi import (
     ConfigDocument,
     ConnectionTestResult,
@@ -41,6 +42,9 @@ class SmtpProviderFactory(StandardFactory[SmtpAccount, SmtpMessage]):
     async def open(self, context: ProviderOpenContext) -> SmtpSession:
         """A dry run renders messages but never connects."""
         account = self.parse_account(context.account_config)
+        account = dataclasses.replace(
+            account, connect_timeout=connect_timeout_for(account.connect_timeout, context.policies)
+        )
         message = self.parse_message(context.message_config)
         credentials = await Credentials.resolve(context.secrets, account.secret_refs())
         return SmtpSession(
