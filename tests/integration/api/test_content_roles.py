@@ -70,7 +70,7 @@ async def test_viewer_reads_but_cannot_change_anything(tmp_path: Path) -> None:
             ("POST", import_url(ws, audience_id), {"format": "CSV", "fieldMapping": {"m": "m"}}),
             ("POST", import_url(ws, audience_id, started["id"], "commit"), {"version": 2}),
             ("POST", ws_url(ws, "jobs"), job_body(world)),
-            ("PUT", ws_url(ws, "jobs", job["id"]), job_body(world, version=1)),
+            ("PUT", ws_url(ws, "jobs", job["id"]), job_body(world, policies={}, version=1)),
             ("DELETE", ws_url(ws, "jobs", job["id"]), None),
         ]
         for method, url, body in writes:

@@ -173,7 +173,10 @@ async def test_every_create_and_update_refuses_a_name_that_cannot_be_seen_for_wh
         await _check_creates(app, ws_url(ws, "jobs"), job_world_body, name_prefix="job")
         job = (await app.client.post(ws_url(ws, "jobs"), headers=app.admin(), json=job_world_body)).json()
         await _check_update(
-            app, ws_url(ws, "jobs", job["id"]), job, {**job_world_body, "version": job["version"]}
+            app,
+            ws_url(ws, "jobs", job["id"]),
+            job,
+            {**job_world_body, "policies": job["policies"], "version": job["version"]},
         )
 
         await _check_creates(app, ws_url(ws, "api-tokens"), {"role": "VIEWER"}, name_prefix="token")

@@ -82,7 +82,7 @@ async def test_saving_a_resource_unchanged_keeps_its_version_and_records_nothing
             app,
             ws,
             ws_url(ws, "jobs", job["id"]),
-            {**definition, "version": job["version"]},
+            {**definition, "policies": job["policies"], "version": job["version"]},
             {"name": "monthly"},
         )
 
