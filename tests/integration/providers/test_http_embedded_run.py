@@ -39,6 +39,12 @@ def run_spec(run_id: str, base_url: str, *, dry_run: bool = False) -> RunExecuti
     )
 
 
+def loopback_engine(results: InMemoryResultSink, events: InMemoryEventSink | None = None) -> WePushEngine:
+    """The embedded engine with the HTTP provider allowed on loopback and the test secrets."""
+    builder = WePushEngine.builder().provider(LOOPBACK_FACTORY).secret_resolver(SECRETS).result_sink(results)
+    return (builder if events is None else builder.event_sink(events)).build()
+
+
 def audience(count: int) -> Iterator[dict[str, str]]:
     for n in range(count):
         yield {"mobile": f"1380000{n:04d}", "content": f'notice "{n}"'}
@@ -46,14 +52,7 @@ def audience(count: int) -> Iterator[dict[str, str]]:
 
 async def test_embedded_http_run_delivers_every_recipient_once() -> None:
     results, events = InMemoryResultSink(), InMemoryEventSink()
-    engine = (
-        WePushEngine.builder()
-        .provider(LOOPBACK_FACTORY)
-        .secret_resolver(SECRETS)
-        .result_sink(results)
-        .event_sink(events)
-        .build()
-    )
+    engine = loopback_engine(results, events)
 
     async with VendorServer() as vendor, engine:
         handle = await engine.start(run_spec("run-http", vendor.base_url), audience(300))
@@ -71,13 +70,7 @@ async def test_embedded_http_run_delivers_every_recipient_once() -> None:
 
 async def test_embedded_dry_run_never_reaches_the_vendor() -> None:
     results = InMemoryResultSink()
-    engine = (
-        WePushEngine.builder()
-        .provider(LOOPBACK_FACTORY)
-        .secret_resolver(SECRETS)
-        .result_sink(results)
-        .build()
-    )
+    engine = loopback_engine(results)
 
     async with VendorServer() as vendor, engine:
         handle = await engine.start(run_spec("run-dry", vendor.base_url, dry_run=True), audience(20))
@@ -89,13 +82,7 @@ async def test_embedded_dry_run_never_reaches_the_vendor() -> None:
 
 async def test_vendor_rejecting_credentials_fails_the_run_fast() -> None:
     results = InMemoryResultSink()
-    engine = (
-        WePushEngine.builder()
-        .provider(LOOPBACK_FACTORY)
-        .secret_resolver(SECRETS)
-        .result_sink(results)
-        .build()
-    )
+    engine = loopback_engine(results)
 
     async with VendorServer(default=ScriptedResponse(401, body=TOKEN.encode())) as vendor, engine:
         handle = await engine.start(run_spec("run-401", vendor.base_url), audience(2000))
@@ -112,13 +99,7 @@ async def test_an_item_deadline_while_connecting_to_a_silent_host_fails_the_item
     """The engine's item deadline cut the call off before the HTTP provider's own connect timeout: the
     provider had said it sent nothing yet, so the item is FAILED (NETWORK), not UNKNOWN."""
     results = InMemoryResultSink()
-    engine = (
-        WePushEngine.builder()
-        .provider(LOOPBACK_FACTORY)
-        .secret_resolver(SECRETS)
-        .result_sink(results)
-        .build()
-    )
+    engine = loopback_engine(results)
     with blackhole() as port:
         spec = run_spec("run-silent", f"http://127.0.0.1:{port}")
         spec = replace(
