@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from email import message_from_bytes, message_from_string, policy
 from email.message import EmailMessage
 
 import pytest
 
+from tests.fixtures.blackhole import blackhole
 from wepush.agent.engine import MappingSecretResolver, RecipientRecord
 from wepush.agent.providers.spi import ConfigDocument, ErrorCategory, ProviderPreviewRequest, SecretRef
 from wepush.agent.providers.standard.smtp import SmtpSession, message_id
@@ -370,3 +371,21 @@ async def test_a_non_ascii_sender_address_is_not_blamed_on_the_recipient(smtp: S
     assert result.success, result
     [received] = smtp.handler.received
     assert _parsed_utf8(received.content)["From"].addresses[0].addr_spec == "通知@wepush.test"
+
+
+async def test_a_send_gives_up_at_its_deadline_not_after_the_configured_timeouts(pki: Pki) -> None:
+    """The engine gives up on a call at the item's deadline, but the worker thread went on for the
+    account's timeouts (QA: 10 s past a 3 s deadline), holding the connection the next item waits for."""
+    with smtp_server(pki) as server, blackhole() as port:
+        stage = SmtpStage(server, pki)
+        account = stage.account(port=port, connectTimeout="PT60S", requestTimeout="PT60S")
+        session = await open_session(stage.factory, account, stage.message(), stage.resolver())
+        try:
+            deadline = datetime.now(UTC) + timedelta(seconds=1)
+            # The deadline is 1 s away; without it the connect would wait the job's default cap of 10 s.
+            async with asyncio.timeout(8):
+                result = await send(session, stage.recipient(1), stage.message(), deadline=deadline)
+        finally:
+            await session.close()
+
+    assert (result.category, result.provider_code) == (C.NETWORK, "SMTP_CONNECT_TIMEOUT")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import smtplib
 import ssl
 import threading
+import time
+from datetime import timedelta
 
 from wepush.agent.providers.spi import ProviderResult
 from wepush.agent.providers.standard._vendor import Credentials, ErrorRow, snippet
@@ -58,6 +60,7 @@ class SmtpConnection:
         )
         self._lock = threading.Lock()
         self._smtp: smtplib.SMTP | None = None
+        self._until: float | None = None
         self.opened = 0
 
     def __repr__(self) -> str:
@@ -76,20 +79,37 @@ class SmtpConnection:
 
     # ------------------------------------------------------------------ public, called in worker threads
 
-    def deliver(self, envelope: Envelope) -> ProviderResult:
+    def deliver(self, envelope: Envelope, budget: float | None = None) -> ProviderResult:
+        """``budget``: seconds until the item's deadline. The engine gives up on the call then, but this
+        thread would go on for up to the configured timeouts (holding the connection's lock, so the
+        next item waited too): the socket's timeouts are cut to the budget instead."""
         with self._lock:
-            for attempt in (1, 2):
-                reused = self._smtp is not None
-                try:
-                    smtp = self._smtp if self._smtp is not None else self._open()
-                    self._smtp = smtp
-                    return self._transaction(smtp, envelope)
-                except _Failure as failure:
-                    if failure.drop:
-                        self._discard()
-                    if not (failure.stale and reused and attempt == 1):
-                        return failure.result
-            return SMTP_TABLE.fail("SMTP_DISCONNECTED", "the server closed the connection again")
+            self._until = None if budget is None else time.monotonic() + budget
+            try:
+                return self._deliver(envelope)
+            finally:
+                self._until = None
+
+    def _limit(self, configured: timedelta) -> float:
+        """A socket timeout: the configured one, cut to what is left of the budget."""
+        seconds = configured.total_seconds()
+        if self._until is None:
+            return seconds
+        return max(0.001, min(seconds, self._until - time.monotonic()))
+
+    def _deliver(self, envelope: Envelope) -> ProviderResult:
+        for attempt in (1, 2):
+            reused = self._smtp is not None
+            try:
+                smtp = self._smtp if self._smtp is not None else self._open()
+                self._smtp = smtp
+                return self._transaction(smtp, envelope)
+            except _Failure as failure:
+                if failure.drop:
+                    self._discard()
+                if not (failure.stale and reused and attempt == 1):
+                    return failure.result
+        return SMTP_TABLE.fail("SMTP_DISCONNECTED", "the server closed the connection again")
 
     def verify(self) -> ProviderResult:
         """Connect, secure, authenticate and quit (a connection test; nothing is sent)."""
@@ -119,7 +139,7 @@ class SmtpConnection:
 
     def _connect(self) -> smtplib.SMTP:
         account = self._account
-        timeout = account.connect_timeout.total_seconds()
+        timeout = self._limit(account.connect_timeout)
         where = f"{account.host}:{account.port}"
         try:
             if account.security is Security.TLS:
@@ -144,7 +164,7 @@ class SmtpConnection:
             reason = exc.strerror or type(exc).__name__
             raise self._fail("SMTP_CONNECT_FAILED", f"cannot connect to {where}: {reason}") from None
         if smtp.sock is not None:
-            smtp.sock.settimeout(account.request_timeout.total_seconds())
+            smtp.sock.settimeout(self._limit(account.request_timeout))
         self.opened += 1
         return smtp
 
@@ -220,6 +240,8 @@ class SmtpConnection:
 
     def _transaction(self, smtp: smtplib.SMTP, envelope: Envelope) -> ProviderResult:
         host = self._account.host
+        if smtp.sock is not None:  # a reused connection keeps the last item's cut timeout otherwise
+            smtp.sock.settimeout(self._limit(self._account.request_timeout))
         if envelope.smtputf8 and not smtp.has_extn("smtputf8"):
             raise self._fail(
                 "SMTP_RECIPIENT_VALUE_INVALID",

@@ -78,7 +78,12 @@ class SmtpSession(ProviderSession):
                 "DRY_RUN", diagnostic=f"message of {len(envelope.content)} bytes rendered, not sent"
             )
         try:
-            return await asyncio.to_thread(self._connection.deliver, envelope)
+            budget = (
+                None
+                if request.deadline is None
+                else max(0.0, (request.deadline - self._clock.now()).total_seconds())
+            )
+            return await asyncio.to_thread(self._connection.deliver, envelope, budget)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
