@@ -112,11 +112,12 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class TimeoutPolicy:
-    """``item`` bounds all attempts of one item, ``run`` the whole run; ``connect`` is for providers."""
+    """``item`` bounds all attempts of one item, ``run`` the whole run; ``connect``, when set, caps the
+    connect timeout of the account's provider (unset, the account's own applies)."""
 
     item: timedelta | None = timedelta(minutes=2)
     run: timedelta | None = None
-    connect: timedelta | None = timedelta(seconds=10)
+    connect: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ class TimeoutPolicy(BaseModel):
     """ # noqa: E501
     item: Optional[Annotated[str, Field(min_length=3, strict=True, max_length=32)]] = Field(default=None, description="ISO-8601 duration (days, hours, minutes, seconds), for example PT5S or P1DT2H.", json_schema_extra={"examples": ["PT5S"]})
     run: Optional[Annotated[str, Field(min_length=3, strict=True, max_length=32)]] = Field(default=None, description="ISO-8601 duration (days, hours, minutes, seconds), for example PT5S or P1DT2H.", json_schema_extra={"examples": ["PT5S"]})
-    connect: Optional[Annotated[str, Field(min_length=3, strict=True, max_length=32)]] = Field(default=None, description="Caps the connect timeout of the account's provider for this job's runs: the shorter of this and the account's connectTimeout applies (a job may give up sooner than its account, never later).", json_schema_extra={"examples": ["PT5S"]})
+    connect: Optional[Annotated[str, Field(min_length=3, strict=True, max_length=32)]] = Field(default=None, description="Caps the connect timeout of the account's provider for this job's runs: the shorter of this and the account's connectTimeout applies (a job may give up sooner than its account, never later). Unset (null, the default), the account's connectTimeout applies alone.", json_schema_extra={"examples": ["PT5S"]})
     __properties: ClassVar[List[str]] = ["item", "run", "connect"]
 
     @field_validator('item', mode="before")

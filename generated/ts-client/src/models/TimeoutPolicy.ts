@@ -28,7 +28,7 @@ export interface TimeoutPolicy {
      */
     run?: string;
     /**
-     * Caps the connect timeout of the account's provider for this job's runs: the shorter of this and the account's connectTimeout applies (a job may give up sooner than its account, never later).
+     * Caps the connect timeout of the account's provider for this job's runs: the shorter of this and the account's connectTimeout applies (a job may give up sooner than its account, never later). Unset (null, the default), the account's connectTimeout applies alone.
      */
     connect?: string;
 }

@@ -382,7 +382,7 @@ async def test_a_send_gives_up_at_its_deadline_not_after_the_configured_timeouts
         session = await open_session(stage.factory, account, stage.message(), stage.resolver())
         try:
             deadline = datetime.now(UTC) + timedelta(seconds=1)
-            # The deadline is 1 s away; without it the connect would wait the job's default cap of 10 s.
+            # The deadline is 1 s away; without it the connect would wait the account's 60 s.
             async with asyncio.timeout(8):
                 result = await send(session, stage.recipient(1), stage.message(), deadline=deadline)
         finally:

@@ -1155,7 +1155,7 @@ class TimeoutPolicy(BaseModel):
     )
     connect: str | None = Field(
         None,
-        description="Caps the connect timeout of the account's provider for this job's runs: the shorter of this and the account's connectTimeout applies (a job may give up sooner than its account, never later).",
+        description="Caps the connect timeout of the account's provider for this job's runs: the shorter of this and the account's connectTimeout applies (a job may give up sooner than its account, never later). Unset (null, the default), the account's connectTimeout applies alone.",
         examples=["PT5S"],
         max_length=32,
         min_length=3,

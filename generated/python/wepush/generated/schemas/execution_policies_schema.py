@@ -98,12 +98,9 @@ class TimeoutPolicy(BaseModel):
     run: common_schema.IsoDuration | None = Field(
         None, description="Deadline for the whole Run; null means no run deadline."
     )
-    connect: str | None = Field(
-        "PT5S",
-        description="Connection establishment timeout for network Providers.",
-        examples=["PT1S", "PT30S", "PT1M30S", "P1DT12H"],
-        pattern="^P(?:[0-9]+D(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+(?:\\.[0-9]+)?S)?|[0-9]+M(?:[0-9]+(?:\\.[0-9]+)?S)?|[0-9]+(?:\\.[0-9]+)?S))?|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+(?:\\.[0-9]+)?S)?|[0-9]+M(?:[0-9]+(?:\\.[0-9]+)?S)?|[0-9]+(?:\\.[0-9]+)?S))$",
-        title="IsoDuration",
+    connect: common_schema.IsoDuration | None = Field(
+        None,
+        description="Caps the connection establishment timeout of the account's network Provider: the shorter of this and the account's connectTimeout applies. Null (the default) leaves the account's.",
     )
 
 

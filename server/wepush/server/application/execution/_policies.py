@@ -105,7 +105,8 @@ def policies_from_json(doc: Mapping[str, Any]) -> ExecutionPolicies:
             timeout=TimeoutPolicy(
                 item=_duration(timeout, "item", "PT30S", "timeout"),
                 run=_duration(timeout, "run", None, "timeout"),
-                connect=_duration(timeout, "connect", "PT5S", "timeout"),
+                # Unset by default: the account's connectTimeout applies; a job may set a shorter cap.
+                connect=_duration(timeout, "connect", None, "timeout"),
             ),
             result=ResultPolicy(
                 save_response_body=bool(result.get("saveResponseBody", False)),
