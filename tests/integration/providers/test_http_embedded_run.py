@@ -114,6 +114,34 @@ async def test_an_item_deadline_while_connecting_to_a_silent_host_fails_the_item
             summary = await handle.completion()
 
     assert (summary.failed, summary.unknown) == (2, 0)
-    assert {(r.state, r.error_category, r.provider_code) for r in results.results.values()} == {
-        (ItemState.FAILED, ErrorCategory.NETWORK, "ITEM_DEADLINE_EXCEEDED")
+    # The provider's own timer is set to the same deadline: whichever fires first, nothing was sent.
+    assert {(r.state, r.error_category) for r in results.results.values()} == {
+        (ItemState.FAILED, ErrorCategory.NETWORK)
+    }
+    assert {r.provider_code for r in results.results.values()} <= {
+        "ITEM_DEADLINE_EXCEEDED",
+        "HTTP_CONNECT_TIMEOUT",
+    }
+
+
+async def test_an_item_deadline_while_the_vendor_holds_the_request_is_unknown() -> None:
+    """The other side of the test above: the request went out, so the message may be there."""
+    results = InMemoryResultSink()
+    engine = loopback_engine(results)
+    async with VendorServer(default=ScriptedResponse(200, delay_seconds=30)) as vendor:
+        spec = run_spec("run-held", vendor.base_url)
+        spec = replace(
+            spec, policies=replace(spec.policies, timeout=TimeoutPolicy(item=timedelta(seconds=1)))
+        )
+        async with engine:
+            handle = await engine.start(spec, audience(2))
+            summary = await handle.completion()
+
+    assert (summary.failed, summary.unknown) == (0, 2)
+    # Whichever of the engine's deadline, the provider's timer or its cancellation hook ends the call.
+    assert {r.state for r in results.results.values()} == {ItemState.UNKNOWN}
+    assert {r.provider_code for r in results.results.values()} <= {
+        "ITEM_DEADLINE_EXCEEDED",
+        "HTTP_TIMEOUT",
+        "HTTP_CANCELLED",
     }

@@ -15,8 +15,6 @@ from wepush.agent.providers.spi import CancellationToken
 EXPECTED = {
     "DEFAULT_SECRET_NAMESPACE",
     "ConfigError",
-    "Connecting",
-    "ConnectionMarkingConnector",
     "Draft202012",
     "RenderProblem",
     "RequestTimeouts",
@@ -35,6 +33,7 @@ EXPECTED = {
     "secret_ref",
     "value_free_rule",
     "violation_path",
+    "while_connecting",
     "with_ecma_pattern",
 }
 

@@ -8,6 +8,7 @@ handed over stays NETWORK.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -15,9 +16,15 @@ import pytest
 from tests.fixtures.blackhole import blackhole
 from tests.integration.providers._dropping_server import DroppingServer
 from wepush.agent.engine import MappingSecretResolver, RecipientRecord
-from wepush.agent.providers.spi import CancellationToken, ConfigDocument, ErrorCategory, ProviderResult
+from wepush.agent.providers.spi import (
+    CancellationToken,
+    ConfigDocument,
+    ErrorCategory,
+    ProviderResult,
+    ProviderSession,
+)
 from wepush.agent.providers.standard import SmtpProviderFactory
-from wepush.agent.providers.testing import RecordedRequest, ScriptedResponse
+from wepush.agent.providers.testing import RecordedRequest, ScriptedResponse, VendorServer
 
 from ._http_cases import HTTP_CASES, HttpCase, recipient_values
 from ._stages import TokenIssuer, open_session, send
@@ -78,35 +85,39 @@ async def test_a_request_timeout_that_runs_out_while_connecting_sent_nothing(cas
     )
 
 
+async def _cut_off(
+    session: ProviderSession, case: HttpCase, message: ConfigDocument, ready: Callable[[], Awaitable[object]]
+) -> bool:
+    """Send, and once ``ready()`` says so cut the call off as the engine's deadline does (the token, then
+    the task); answer what the call told its token: whether it had sent nothing."""
+    token = CancellationToken()
+    call = asyncio.create_task(send(session, case.recipient(1), message, token))
+    try:
+        await ready()
+        token.cancel("the item deadline passed")
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    finally:
+        await session.close()
+    return token.nothing_sent
+
+
 @pytest.mark.parametrize("case", [c for c in HTTP_CASES if c.token_path is None], ids=str)
-async def test_a_call_tells_its_token_it_sent_nothing_until_it_has_a_connection(case: HttpCase) -> None:
+async def test_a_call_cut_off_tells_its_token_whether_it_had_sent_anything(case: HttpCase) -> None:
     """What the engine reads when its deadline cuts a call off: nothing sent while still connecting (the
-    item is FAILED), maybe sent once connected (UNKNOWN)."""
+    item is FAILED), maybe sent once the request went out (UNKNOWN)."""
     message = case.message()
     with blackhole() as port:
-        session = await open_session(
-            case.make_factory(f"http://127.0.0.1:{port}"), case.account(), message, case.resolver()
-        )
-        token = CancellationToken()
-        try:
-            call = asyncio.create_task(send(session, case.recipient(1), message, token))
-            await asyncio.sleep(0.3)
-            assert token.nothing_sent
-            token.cancel("the item deadline")
-            await call
-        finally:
-            await session.close()
+        factory = case.make_factory(f"http://127.0.0.1:{port}")
+        session = await open_session(factory, case.account(), message, case.resolver())
+        assert await _cut_off(session, case, message, lambda: asyncio.sleep(0.3))
 
-    async with DroppingServer(lambda _: None) as vendor:
+    async with VendorServer(default=ScriptedResponse(200, delay_seconds=30)) as vendor:
         session = await open_session(
             case.make_factory(vendor.base_url), case.account(), message, case.resolver()
         )
-        token = CancellationToken()
-        try:
-            await send(session, case.recipient(1), message, token)
-        finally:
-            await session.close()
-    assert not token.nothing_sent
+        assert not await _cut_off(session, case, message, lambda: vendor.wait_for_requests(1))
 
 
 class DroppingSmtpServer:

@@ -19,19 +19,11 @@ from ._preview import failed_preview
 from ._retry_after import parse_retry_after
 from ._schema_rules import Draft202012, most_specific, value_free_rule, violation_path, with_ecma_pattern
 from ._template import RenderProblem, Template, TemplateSyntaxError, UnknownVariableError, scalar_text
-from ._transport import (
-    Connecting,
-    ConnectionMarkingConnector,
-    RequestTimeouts,
-    connect_timeout_for,
-    read_capped,
-)
+from ._transport import RequestTimeouts, connect_timeout_for, read_capped, while_connecting
 
 __all__ = [
     "DEFAULT_SECRET_NAMESPACE",
     "ConfigError",
-    "Connecting",
-    "ConnectionMarkingConnector",
     "Draft202012",
     "RenderProblem",
     "RequestTimeouts",
@@ -50,5 +42,6 @@ __all__ = [
     "secret_ref",
     "value_free_rule",
     "violation_path",
+    "while_connecting",
     "with_ecma_pattern",
 ]

@@ -10,7 +10,7 @@ from functools import cached_property
 
 from aiohttp.abc import AbstractResolver
 
-from wepush.agent.providers.common import Connecting, connect_timeout_for
+from wepush.agent.providers.common import connect_timeout_for
 from wepush.agent.providers.spi import (
     ConfigDocument,
     ConnectionTestResult,
@@ -136,17 +136,15 @@ class HttpProviderFactory:
             return ConnectionTestResult(False, ErrorCategory.AUTHENTICATION, str(exc))
         origin = str(config.base_url.origin())
         started = time.monotonic()
-        progress = Connecting()
         try:
             vet_url(config.base_url, settings.policy)
             async with open_client_session(settings) as http:
                 target = config.base_url.extend_query(dict(auth.query)) if auth.query else config.base_url
-                with progress.watch():
-                    response = await http.head(target, headers=dict(auth.headers), allow_redirects=False)
+                response = await http.head(target, headers=dict(auth.headers), allow_redirects=False)
                 response.release()
                 status = response.status
         except Exception as exc:
-            failure = classify_exception(exc, "HEAD", origin, progress)
+            failure = classify_exception(exc, "HEAD", origin)
             return ConnectionTestResult(False, failure.mapping.category, failure.diagnostic)
         finally:
             auth.forget()

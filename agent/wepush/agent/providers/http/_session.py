@@ -19,12 +19,12 @@ from yarl import URL
 
 from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.common import (
-    Connecting,
     RequestTimeouts,
     UnknownVariableError,
     await_cancellable,
     failed_preview,
     read_capped,
+    while_connecting,
 )
 from wepush.agent.providers.spi import (
     CancellationToken,
@@ -193,17 +193,13 @@ class HttpProviderSession(ProviderSession):
         # back, not even to a redirect within the foreign origin.
         within_granted_origin = True
         hops = 0
-        token.nothing_sent_yet()  # until the first hop has a connection
-        progress = Connecting(token)
+        token.nothing_sent_yet()  # until the first hop has a connection (see the except below)
         try:
             while True:
                 timeout = self._timeouts.until(deadline, self._clock)
-                progress = Connecting(token)  # per hop: each one connects anew (or reuses a connection)
-                with progress.watch():
-                    response = await http.request(
-                        method, url, headers=headers, data=body, allow_redirects=False, timeout=timeout
-                    )
-                async with response:
+                async with http.request(
+                    method, url, headers=headers, data=body, allow_redirects=False, timeout=timeout
+                ) as response:
                     status = response.status
                     if status in _REDIRECT_STATUSES and not self._message.success.status_ok(status):
                         location = response.headers.get("Location")
@@ -232,6 +228,8 @@ class HttpProviderSession(ProviderSession):
                             # Credentials would be dropped (another origin), but a 307/308 body, the
                             # message's own headers and the recipient's data would cross in plain text.
                             return _fail("HTTP_REDIRECT_REFUSED", "redirect refused: from https to http")
+                        # The first hop reached the vendor: from here on the call may have sent.
+                        token.sending()
                         method, body, headers = self._redirected(status, method, body, headers, url, next_url)
                         within_granted_origin = (
                             within_granted_origin and str(next_url.origin()) == self._renderer.origin
@@ -243,10 +241,13 @@ class HttpProviderSession(ProviderSession):
                         continue
                     data, truncated = await read_capped(response, self._message.response_body_max_bytes)
                     return self._evaluate(status, response.headers, data, truncated)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            # The engine's deadline (or a stop) cut the call off: tell it whether anything was sent.
+            if not while_connecting(exc):
+                token.sending()
             raise
         except Exception as exc:
-            return _from_transport(classify_exception(exc, method, origin, progress))
+            return _from_transport(classify_exception(exc, method, origin))
 
     def _redirected(
         self,

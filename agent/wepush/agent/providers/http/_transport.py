@@ -18,7 +18,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
-from wepush.agent.providers.common import Connecting, ConnectionMarkingConnector, RequestTimeouts
+from wepush.agent.providers.common import RequestTimeouts, while_connecting
 
 from ._address_policy import AddressPolicy, AddressRefusedError, legacy_numeric_host
 from ._errors import HTTP_ERROR_TABLE, IDEMPOTENT_METHODS, ErrorMapping
@@ -55,7 +55,7 @@ def open_client_session(settings: TransportSettings) -> aiohttp.ClientSession:
     inner = settings.inner_resolver() if settings.inner_resolver is not None else None
     limit = max(1, settings.connection_limit)
     ssl_option: ssl.SSLContext | bool = bool(settings.tls_verify)
-    connector = ConnectionMarkingConnector(
+    connector = aiohttp.TCPConnector(
         limit=limit,
         limit_per_host=limit,
         keepalive_timeout=_KEEPALIVE_SECONDS,
@@ -104,15 +104,12 @@ def _failure(code: str, diagnostic: str, *, retryable: bool | None = None) -> Tr
     return TransportFailure(mapping, mapping.retryable if retryable is None else retryable, diagnostic)
 
 
-def classify_exception(
-    exc: BaseException, method: str, origin: str, progress: Connecting | None = None
-) -> TransportFailure:
+def classify_exception(exc: BaseException, method: str, origin: str) -> TransportFailure:
     """Map a transport exception to a stable code.
 
     Diagnostics name the origin (scheme, host, port) only: paths and queries may
-    carry Recipient data or credentials. ``progress`` (the request's
-    :class:`Connecting`) tells a timeout that ran out before there was a
-    connection (nothing sent) from one that may hide a delivered request.
+    carry Recipient data or credentials. A timeout that ran out before the
+    request had a connection sent nothing (``while_connecting``).
     """
     idempotent = method in IDEMPOTENT_METHODS
     if isinstance(exc, AddressRefusedError):
@@ -130,7 +127,7 @@ def classify_exception(
         reason = exc.os_error.strerror or type(exc.os_error).__name__
         return _failure("HTTP_CONNECT_FAILED", f"cannot connect to {origin}: {reason}")
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        if progress is not None and not progress.connected:
+        if while_connecting(exc):
             return _failure("HTTP_CONNECT_TIMEOUT", f"connecting to {origin} timed out")
         return _failure("HTTP_TIMEOUT", f"{method} to {origin} timed out", retryable=idempotent)
     if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | aiohttp.ClientOSError):

@@ -21,11 +21,10 @@ from yarl import URL
 
 from wepush.agent.engine import ExecutionClock
 from wepush.agent.providers.common import (
-    Connecting,
-    ConnectionMarkingConnector,
     RequestTimeouts,
     await_cancellable,
     read_capped,
+    while_connecting,
 )
 from wepush.agent.providers.spi import CancellationToken, ProviderResult
 
@@ -116,7 +115,7 @@ class VendorHttp:
         limit = max(1, settings.connection_limit)
         self._timeouts = RequestTimeouts(settings.connect_timeout, settings.request_timeout)
         self._http = aiohttp.ClientSession(
-            connector=ConnectionMarkingConnector(
+            connector=aiohttp.TCPConnector(
                 limit=limit, limit_per_host=limit, keepalive_timeout=_KEEPALIVE_SECONDS
             ),
             timeout=self._timeouts.default,
@@ -156,27 +155,27 @@ class VendorHttp:
         self, request: OutboundRequest, deadline: datetime | None, token: CancellationToken | None = None
     ) -> VendorResponse | ProviderResult:
         self.calls += 1
-        progress = Connecting(token)
         try:
-            with progress.watch():
-                response = await self._http.request(
-                    request.method,
-                    request.url,
-                    headers=dict(request.headers),
-                    data=request.body,
-                    allow_redirects=False,
-                    timeout=self._timeouts.until(deadline, self._clock),
-                )
-            async with response:
+            async with self._http.request(
+                request.method,
+                request.url,
+                headers=dict(request.headers),
+                data=request.body,
+                allow_redirects=False,
+                timeout=self._timeouts.until(deadline, self._clock),
+            ) as response:
                 body, truncated = await read_capped(response, self._settings.max_response_bytes)
                 return VendorResponse(response.status, dict(response.headers), body, truncated)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            # Cut off by the engine's deadline (or a stop): tell it whether anything was sent.
+            if token is not None and not while_connecting(exc):
+                token.sending()
             raise
         except Exception as exc:
-            return self.classify(exc, origin_of(request.url), progress)
+            return self.classify(exc, origin_of(request.url))
 
-    def classify(self, exc: BaseException, origin: str, progress: Connecting | None = None) -> ProviderResult:
-        """``progress`` tells a timeout before any connection (nothing sent) from one after it."""
+    def classify(self, exc: BaseException, origin: str) -> ProviderResult:
+        """A timeout before the request had a connection sent nothing (``while_connecting``)."""
         table = self._table
         if isinstance(exc, aiohttp.ClientSSLError):
             return table.fail(table.local("TLS_FAILED"), f"TLS handshake with {origin} failed")
@@ -186,7 +185,7 @@ class VendorHttp:
             reason = exc.os_error.strerror or type(exc.os_error).__name__
             return table.fail(table.local("CONNECT_FAILED"), f"cannot connect to {origin}: {reason}")
         if isinstance(exc, TimeoutError):
-            if progress is not None and not progress.connected:
+            if while_connecting(exc):
                 return table.fail(table.local("CONNECT_TIMEOUT"), f"connecting to {origin} timed out")
             return table.fail(table.local("TIMEOUT"), f"{origin} did not answer in time")
         if isinstance(
